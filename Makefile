@@ -1,0 +1,52 @@
+# The two README commands: `make run` and `make test`. Both call `make install` first, which is
+# idempotent: it installs only what is missing (Debian packages, the pinned Toxiproxy server,
+# the project virtualenv).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+LOCAL := .local
+TOXIPROXY_VERSION := v2.12.0
+TOXIPROXY := $(LOCAL)/bin/toxiproxy-server
+APT_PACKAGES := zookeeper openssh-server libslf4j-java default-jre-headless iproute2 procps
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint clean teardown apt toxiproxy venv
+
+install: apt toxiproxy venv
+
+apt:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt-get install:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+toxiproxy: $(TOXIPROXY)
+$(TOXIPROXY):
+	@mkdir -p $(LOCAL)/bin $(LOCAL)/gobin
+	GOBIN=$(CURDIR)/$(LOCAL)/gobin go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+	cp $(LOCAL)/gobin/server $(TOXIPROXY)
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	@touch $@
+
+run: install
+	$(VENV)/bin/harness run
+
+test: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest -q -ra $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+teardown: venv
+	$(VENV)/bin/harness teardown
+
+clean: teardown
+	rm -rf $(VENV) $(LOCAL)

@@ -1,0 +1,115 @@
+"""A tiny TCP result board on the driver: Spark tasks report part verdicts as they finish and ask
+whether their history is already decided.
+
+Spark only returns a job's results when every task is done, which is too late to cancel the
+parts of a history once one part is illegal (Porcupine's c50-bad: one part fails in ms, two
+others run for minutes). Tasks therefore connect back to the driver (they can always reach it),
+send ``R <json>`` per finished part and poll ``Q <history>`` -> ``1``/``0`` between search slices.
+The driver waits on :attr:`Board.decided` and then cancels the whole job group.
+
+Protocol: one line per message, UTF-8 JSON payloads.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import threading
+from typing import Any
+
+
+class Board:
+    def __init__(self, expected: dict[str, int], host: str = "127.0.0.1") -> None:
+        self.expected = dict(expected)  # history -> number of parts
+        self.results: list[dict[str, Any]] = []
+        self.done_parts: dict[str, int] = dict.fromkeys(expected, 0)
+        self.dead: set[str] = set()
+        self.lock = threading.Lock()
+        self.decided = threading.Event()
+        board = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                for raw in self.rfile:
+                    line = raw.decode("utf-8").rstrip("\n")
+                    if line.startswith("Q "):
+                        with board.lock:
+                            ans = b"1\n" if line[2:] in board.dead else b"0\n"
+                        self.wfile.write(ans)
+                        self.wfile.flush()
+                    elif line.startswith("R "):
+                        board.add(json.loads(line[2:]))
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.server = Server((host, 0), Handler)
+        self.address = self.server.server_address[:2]
+        self.thread = threading.Thread(target=self.server.serve_forever, name="result-board", daemon=True)
+        self._check_decided()
+
+    def start(self) -> Board:
+        self.thread.start()
+        return self
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self) -> Board:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(self, r: dict[str, Any]) -> None:
+        with self.lock:
+            h = r["history"]
+            self.results.append(r)
+            self.done_parts[h] = self.done_parts.get(h, 0) + 1
+            if r["valid"] is False:
+                self.dead.add(h)
+            self._check_decided()
+
+    def _check_decided(self) -> None:
+        if all(h in self.dead or self.done_parts.get(h, 0) >= n for h, n in self.expected.items()):
+            self.decided.set()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.results)
+
+
+class BoardClient:
+    """Task side. Falls back to "never cancelled" if the board cannot be reached."""
+
+    def __init__(self, address: tuple[str, int] | list[Any], timeout: float = 10.0) -> None:
+        try:
+            self.sock: socket.socket | None = socket.create_connection(tuple(address), timeout=timeout)
+            self.rfile = self.sock.makefile("rb")
+        except OSError:
+            self.sock = None
+
+    def cancelled(self, history: str) -> bool:
+        if self.sock is None:
+            return False
+        try:
+            self.sock.sendall(f"Q {history}\n".encode())
+            return self.rfile.readline().strip() == b"1"
+        except OSError:
+            self.sock = None
+            return False
+
+    def report(self, result: dict[str, Any]) -> None:
+        if self.sock is None:
+            return
+        try:
+            self.sock.sendall(("R " + json.dumps(result, default=str) + "\n").encode())
+        except OSError:
+            self.sock = None
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()

@@ -1,0 +1,140 @@
+"""``harness check PATH...``: verdicts for store dirs, project JSONL histories and reference histories.
+
+Reference histories (Porcupine etcd/kv, Knossos EDN) go through the WGL linearizability checker;
+project histories (``history.jsonl``, see docs/events.md) through the epoch-fencing invariants,
+the zxid sweep and, when present, ``checkers.registration``. All paths share one SparkSession
+and all reference histories one Spark job. Exit: 0 all valid, 1 any invalid, 2 any unknown and
+none invalid, 254 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UsageError, exit_code_for
+
+from checkers.parsers import FORMATS, ParseError
+from checkers.result import Result, worst
+
+RESULTS_FILE = "results-check.json"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "check",
+        help="check histories: store dirs, history.jsonl, Porcupine/Knossos reference files",
+        description=__doc__.splitlines()[0],
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="store dir, JSONL history or reference history")
+    p.add_argument("--format", choices=FORMATS, help="input format (detected per path when omitted)")
+    p.add_argument("--model", help="linearizability model (default per format: etcd, kv, cas-register/...)")
+    p.add_argument("--spark-master", help="Spark master (default $HARNESS_SPARK_MASTER or local[*])")
+    p.add_argument("--budget-seconds", type=float, default=30.0, help="CPU budget per part; over it → unknown")
+    p.add_argument("--local", action="store_true", help="check reference histories without Spark (pure path)")
+    p.add_argument("--json", action="store_true", help="print one JSON result object per line")
+    p.add_argument("--write", action="store_true", help=f"write {RESULTS_FILE} next to a store dir's history")
+    p.add_argument("--parquet", metavar="OUT", help="also write the project events as Parquet under OUT")
+    p.set_defaults(func=run)
+
+
+def _resolve(raw: str) -> tuple[Path, Path | None]:
+    """(history file, store dir or None)."""
+    p = Path(raw)
+    if p.is_dir():
+        h = p / "history.jsonl"
+        if not h.is_file():
+            raise UsageError(f"{p}: a directory must be a store dir holding history.jsonl")
+        return h, p
+    if not p.is_file():
+        raise UsageError(f"{p}: no such file or directory")
+    return p, None
+
+
+def run(args: argparse.Namespace) -> int:
+    from checkers import models, parsers
+
+    if args.budget_seconds is not None and args.budget_seconds <= 0:
+        raise UsageError("--budget-seconds must be positive")
+    if args.model is not None and args.model not in models.MODELS:
+        raise UsageError(f"--model {args.model!r}: one of {', '.join(sorted(models.MODELS))}")
+    resolved = [_resolve(raw) for raw in args.paths]
+    fmts: list[str] = []
+    for hist, _ in resolved:
+        try:
+            fmts.append(args.format or parsers.detect_format(hist))
+        except ParseError as e:
+            raise UsageError(str(e)) from None
+    need_spark = any(f == "jsonl" for f in fmts) or not args.local
+    warm = None
+    if need_spark:
+        from checkers.spark import start_spark_in_background
+
+        warm = start_spark_in_background(args.spark_master)
+
+    t0 = time.monotonic()
+    refs: list[tuple[str, list[Any], models.Model]] = []
+    for (hist, _), fmt in zip(resolved, fmts, strict=True):
+        if fmt == "jsonl":
+            continue
+        try:
+            fmt, ops = parsers.load(hist, fmt)
+        except (ParseError, OSError) as e:
+            raise UsageError(str(e)) from None
+        refs.append((str(hist), ops, models.make_model(args.model or parsers.default_model(fmt, ops))))
+    spark = warm.result() if warm is not None else None
+
+    results: dict[str, Result] = {}
+    if refs:
+        from checkers.linearizability import check_histories
+
+        results.update(check_histories(refs, None if args.local else spark, budget_seconds=args.budget_seconds))
+    jsonl = [str(h) for (h, _), f in zip(resolved, fmts, strict=True) if f == "jsonl"]
+    if jsonl:
+        from checkers.project import check_project_histories
+
+        results.update(check_project_histories(spark, jsonl, parquet=args.parquet))
+    wall = time.monotonic() - t0
+
+    rows = []
+    for (hist, store), fmt in zip(resolved, fmts, strict=True):
+        r = results[str(hist)]
+        row = {"path": str(store or hist), "format": fmt, **r}
+        rows.append(row)
+        if args.write and store is not None:
+            (store / RESULTS_FILE).write_text(json.dumps(row, indent=2, default=str) + "\n", encoding="utf-8")
+    if args.json:
+        for row in rows:
+            print(json.dumps(row, default=str))
+    else:
+        _print_summary(rows, wall)
+    return exit_code_for(worst(*(r["valid"] for r in rows)))
+
+
+def _print_summary(rows: list[dict[str, Any]], wall: float) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=sys.stdout, soft_wrap=False)
+    table = Table(title=f"harness check: {len(rows)} path(s) in {wall:.2f}s", show_lines=False)
+    for col in ("path", "format", "model", "verdict", "ops", "first anomaly"):
+        table.add_column(col, overflow="fold")
+    style = {True: "green", False: "bold red", "unknown": "yellow"}
+    for row in rows:
+        st = row.get("stats", {})
+        first = row["anomalies"][0] if row["anomalies"] else None
+        msg = ""
+        if first:
+            ids = ", ".join(first.get("event_ids", [])[:4])
+            msg = f"[{first['checker']}] {first['message'][:160]}" + (f" ({ids})" if ids else "")
+        v = row["valid"]
+        table.add_row(
+            row["path"], row["format"], str(st.get("model", "-")),
+            f"[{style[v]}]{'valid' if v is True else 'INVALID' if v is False else 'unknown'}[/]",
+            str(st.get("ops", st.get("events", "-"))), msg,
+        )
+    console.print(table)

@@ -1,0 +1,110 @@
+"""The one SparkSession factory every checker uses.
+
+``get_spark()`` returns a process-wide session (created once, reused). The master is, in order:
+the ``master`` argument (the ``--spark-master`` flag), env ``HARNESS_SPARK_MASTER``, ``local[*]``.
+``start_spark_in_background()`` warms it on a worker thread so a run can pay the JVM start-up
+while the cluster is still running.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+ENV_MASTER = "HARNESS_SPARK_MASTER"
+LOCAL_SHUFFLE_PARTITIONS = 4
+
+_lock = threading.Lock()
+_executor: ThreadPoolExecutor | None = None
+
+
+def resolve_master(master: str | None = None) -> str:
+    return master or os.environ.get(ENV_MASTER) or DEFAULT_MASTER
+
+
+def get_spark(master: str | None = None) -> SparkSession:
+    """Return the shared SparkSession, creating it on first use.
+
+    A second call with a different master returns the already running session (Spark allows
+    one active context per process); callers that care can compare ``spark.sparkContext.master``.
+    """
+    with _lock:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active
+        m = resolve_master(master)
+        local = m.startswith("local")
+        os.environ.setdefault("PYSPARK_PYTHON", _python())
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        _export_pythonpath()
+        builder = (
+            SparkSession.builder.master(m)
+            .appName("zkfence-harness-check")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.adaptive.enabled", "true")
+            .config("spark.python.worker.reuse", "true")
+            .config("spark.driver.extraJavaOptions", _log_opts())
+        )
+        if local:
+            builder = (
+                builder.config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
+                .config("spark.default.parallelism", str(max(2, os.cpu_count() or 2)))
+                .config("spark.driver.memory", os.environ.get("HARNESS_SPARK_DRIVER_MEMORY", "4g"))
+            )
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        return spark
+
+
+def start_spark_in_background(master: str | None = None) -> Future[SparkSession]:
+    """Start (or reuse) the session on a background thread; ``.result()`` waits for it."""
+    global _executor
+    with _lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-warm")
+        ex = _executor
+    return ex.submit(get_spark, master)
+
+
+def stop_spark() -> None:
+    from pyspark.sql import SparkSession
+
+    with _lock:
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
+
+
+def _export_pythonpath() -> None:
+    """Python workers inherit PYTHONPATH: make sure they can import this project's packages."""
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    cur = os.environ.get("PYTHONPATH", "")
+    if root not in cur.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (root, cur) if x)
+
+
+def _log_opts() -> str:
+    from pathlib import Path
+
+    conf = Path(__file__).with_name("log4j2.properties")
+    return f"-Dlog4j.configurationFile=file:{conf} -Dlog4j2.configurationFile=file:{conf}"
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable

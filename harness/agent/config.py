@@ -1,0 +1,141 @@
+"""Agent configuration and bug toggles.
+
+Defaults mirror Kafka 3.7 in ZooKeeper mode ("today's behaviour"); each other value brings back a
+historic bug. ``TOGGLE_HELP`` is what `harness agent --help` prints, one line per toggle.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+TOGGLE_CHOICES: dict[str, tuple[Any, ...]] = {
+    "registration": ("3x", "pre_2_2", "retry14845"),
+    "pipeline_on_connect": (False, True),
+    "broker_epoch_check": ("on", "off", "strict"),
+    "controller_fencing": ("on", "off"),
+    "isr_epoch_check": ("off", "kip903"),
+    "max_broker_epoch": (False, True),
+    "preferred_controller": (False, True),
+    "reregister_on_expiry": (True, False),
+}
+
+TOGGLE_HELP: dict[str, str] = {
+    "registration": "3x: Kafka 3.x CheckedEphemeral (fails when owner not in {current, recorded}: KAFKA-14845); "
+    "pre_2_2: fail on any foreign owner (KAFKA-6584); retry14845: PR #13558's 5 retries, backoff (T+1s)/5",
+    "pipeline_on_connect": "true: write the registration multi right behind the ConnectRequest like the Java Netty "
+    "client, through the project's wire codec (needed for KAFKA-14845; kazoo never pipelines)",
+    "broker_epoch_check": "on: KIP-380 fencing, reject broker_epoch < own with STALE_BROKER_EPOCH 77; "
+    "off: ignore epochs and miss bounces (KAFKA-7235); strict: 2.2-2.5.0, also error on > (pre KAFKA-9839)",
+    "controller_fencing": "on: every controller ZK write is multi[check /controller_epoch version, op]; "
+    "off: unfenced writes (KAFKA-6082)",
+    "isr_epoch_check": "off: ZK controller checks only liveness for ISR additions (KAFKA-14139); "
+    "kip903: reject stale NewIsrWithEpochs entries with INELIGIBLE_REPLICA 107",
+    "max_broker_epoch": "true: one shared control payload fenced by the cluster-wide max broker epoch "
+    "(cached UpdateMetadata, LinkedIn KAFKA-7186)",
+    "preferred_controller": "true: KIP-39 /admin/next_controller pinning with a ready_to_serve ephemeral",
+    "reregister_on_expiry": "false: never re-register after the session is lost (a deliberately broken agent "
+    "that the registration-liveness checker must catch)",
+}
+
+
+class ConfigError(ValueError):
+    """Bad agent configuration: names the key."""
+
+
+@dataclass(slots=True)
+class Toggles:
+    registration: str = "3x"
+    pipeline_on_connect: bool = False
+    broker_epoch_check: str = "on"
+    controller_fencing: str = "on"
+    isr_epoch_check: str = "off"
+    max_broker_epoch: bool = False
+    preferred_controller: bool = False
+    reregister_on_expiry: bool = True
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: str = "toggles") -> Toggles:
+        known = {f.name for f in fields(cls)}
+        for key, value in d.items():
+            if key not in known:
+                raise ConfigError(f"{where}.{key}: unknown toggle (known: {', '.join(sorted(known))})")
+            choices = TOGGLE_CHOICES[key]
+            value = parse_toggle_value(key, value)
+            if value not in choices:
+                raise ConfigError(f"{where}.{key}: {value!r} is not one of {', '.join(map(str, choices))}")
+            d = {**d, key: value}
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_toggle_value(key: str, value: Any) -> Any:
+    """Accept CLI strings ("on", "true", "off", "false") for boolean toggles."""
+    if isinstance(TOGGLE_CHOICES[key][0], bool) and isinstance(value, str):
+        lowered = value.lower()
+        if lowered in ("true", "on", "1", "yes"):
+            return True
+        if lowered in ("false", "off", "0", "no"):
+            return False
+    return value
+
+
+def parse_toggle_args(items: list[str], where: str = "--toggle") -> dict[str, Any]:
+    """``["registration=pre_2_2", "max_broker_epoch=on"]`` → validated dict."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"{where} {item!r}: expected NAME=VALUE")
+        key, value = item.split("=", 1)
+        out[key.strip()] = value.strip()
+    Toggles.from_dict(out, where=where)
+    return {k: parse_toggle_value(k, v) for k, v in out.items()}
+
+
+@dataclass(slots=True)
+class AgentConfig:
+    broker_id: int
+    zk_connect: str
+    session_timeout_ms: int
+    events_path: str
+    data_dir: str
+    run: str = ""
+    host: str = "127.0.0.1"
+    listen_host: str = "127.0.0.1"
+    port: int = 0
+    # broker id → "host:port" the agent dials for the control plane (through Toxiproxy)
+    peers: dict[int, str] = field(default_factory=dict)
+    # ZooKeeper servers behind the agent's proxies, for the pipelining session (host:port list)
+    zk_pipeline_connect: str = ""
+    toggles: Toggles = field(default_factory=Toggles)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AgentConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ConfigError(f"unknown agent config key(s): {', '.join(sorted(unknown))}")
+        for req in ("broker_id", "zk_connect", "session_timeout_ms", "events_path", "data_dir"):
+            if req not in d:
+                raise ConfigError(f"agent config: missing {req}")
+        d = dict(d)
+        d["toggles"] = Toggles.from_dict(d.get("toggles") or {})
+        d["peers"] = {int(k): v for k, v in (d.get("peers") or {}).items()}
+        return cls(**d)
+
+    @classmethod
+    def load(cls, path: str | Path) -> AgentConfig:
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}:{e.lineno}: {e.msg}") from e
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["peers"] = {str(k): v for k, v in self.peers.items()}
+        return d

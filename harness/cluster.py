@@ -1,0 +1,447 @@
+"""Cluster: everything one run starts, and the guarantee that all of it is stopped.
+
+    with Cluster(inventory, scratch_dir, run_id) as cluster:   # teardown in __exit__, always
+        cluster.start()                       # sshd (embedded) → SSH remotes → ZooKeeper quorum
+                                              # → Toxiproxy server + one proxy per link
+        cluster.start_agents(toggles={...})   # agents over SSH, every connection through a proxy
+        cluster.agent(1).bounce()             # stop/kill/pause/resume/bounce/wipe a broker
+        cluster.links.cut(cluster.links.links_between(src="b1", kind="agent-zk"))
+        cluster.links.heal()
+        cluster.zk()                          # a direct kazoo client (never faulted)
+        cluster.collect(run_dir)              # agents' events and logs, ZooKeeper logs
+
+Links: ``b<N>->zk<M>`` (agent N's connection to ZooKeeper server M) and ``b<N>->b<M>`` (agent N
+dialling agent M's control-plane port). Every started thing is recorded in a state file under
+``.local/state`` as it starts, so `harness teardown` can clean up after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+import tarfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from harness.agent.config import AgentConfig, Toggles
+from harness.events import Event, read_events
+from harness.inventory import Inventory, NodeSpec
+from harness.remote import ProcessControl, Remote, RemoteError, SSHRemote, on_nodes
+from harness.sshd import EmbeddedSshd
+from harness.toxiproxy import Link, LinkNet, ToxiproxyServer
+from harness.zookeeper import Ensemble, ZkMember, ZooKeeperNode
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+STATE_DIR = REPO_ROOT / ".local" / "state"
+AGENT_PACKAGES = ("harness",)
+
+
+def state_path(run_id: str) -> Path:
+    return STATE_DIR / f"{run_id}.json"
+
+
+@dataclass
+class RunState:
+    """What a run has started, written as it goes: the input of `harness teardown`."""
+
+    run_id: str
+    inventory: str
+    embedded: bool
+    scratch: str
+    local_pids: list[int] = field(default_factory=list)
+    node_pidfiles: dict[str, list[str]] = field(default_factory=dict)
+    node_workdirs: dict[str, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def save(self) -> None:
+        with self._lock:
+            STATE_DIR.mkdir(parents=True, exist_ok=True)
+            data = {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+            tmp = state_path(self.run_id).with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, indent=1))
+            tmp.replace(state_path(self.run_id))
+
+    def add_pidfile(self, node: str, pidfile: str) -> None:
+        self.node_pidfiles.setdefault(node, [])
+        if pidfile not in self.node_pidfiles[node]:
+            self.node_pidfiles[node].append(pidfile)
+        self.save()
+
+    def remove(self) -> None:
+        state_path(self.run_id).unlink(missing_ok=True)
+
+
+def free_ports_on(remote: Remote, address: str, count: int, python: str = "python3") -> list[int]:
+    """Ask the node itself for ``count`` ports free on ``address`` (bound at once, so distinct)."""
+    script = (
+        "import socket,sys\n"
+        f"ss=[socket.socket() for _ in range({count})]\n"
+        f"[s.bind(({address!r},0)) for s in ss]\n"
+        "print(' '.join(str(s.getsockname()[1]) for s in ss))\n"
+    )
+    res = remote.run(f"{shlex.quote(python)} -c {shlex.quote(script)}", timeout=20, check=True)
+    return [int(x) for x in res.stdout.split()]
+
+
+class AgentProcess:
+    """One broker agent on its node."""
+
+    def __init__(self, node: NodeSpec, remote: Remote, workdir: str, python: str, state: RunState) -> None:
+        assert node.broker_id is not None
+        self.node = node
+        self.broker_id = node.broker_id
+        self.remote = remote
+        self.workdir = workdir
+        self.python = python
+        self.proc = ProcessControl(remote)
+        self.state = state
+        self.config: AgentConfig | None = None
+
+    @property
+    def config_path(self) -> str:
+        return f"{self.workdir}/agent.json"
+
+    @property
+    def pidfile(self) -> str:
+        return f"{self.workdir}/agent.pid"
+
+    @property
+    def logfile(self) -> str:
+        return f"{self.workdir}/agent.log"
+
+    @property
+    def events_path(self) -> str:
+        return f"{self.workdir}/events.jsonl"
+
+    @property
+    def data_dir(self) -> str:
+        return f"{self.workdir}/data"
+
+    def write_config(self, cfg: AgentConfig) -> None:
+        self.config = cfg
+        text = json.dumps(cfg.to_dict(), indent=1)
+        self.remote.run(f"mkdir -p {shlex.quote(self.data_dir)} && printf %s {shlex.quote(text)} > "
+                        f"{shlex.quote(self.config_path)}", check=True)
+
+    def start(self) -> int:
+        self.state.add_pidfile(self.node.name, self.pidfile)
+        cmd = f"{shlex.quote(self.python)} -m harness.agent --config {shlex.quote(self.config_path)}"
+        return self.proc.start(cmd, self.workdir, self.pidfile, self.logfile,
+                               env={"PYTHONPATH": f"{self.workdir}/code", "PYTHONUNBUFFERED": "1"})
+
+    def stop(self, grace: float = 5.0) -> bool:
+        return self.proc.stop(self.pidfile, grace)
+
+    def kill(self) -> bool:
+        return self.proc.kill(self.pidfile)
+
+    def pause(self) -> bool:
+        pid = self.proc.pid(self.pidfile)
+        return pid is not None and self.proc.signal(pid, "STOP")
+
+    def resume(self) -> bool:
+        pid = self.proc.pid(self.pidfile)
+        return pid is not None and self.proc.signal(pid, "CONT")
+
+    def running(self) -> bool:
+        pid = self.proc.pid(self.pidfile)
+        return pid is not None and self.proc.alive(pid)
+
+    def bounce(self, hard: bool = False) -> None:
+        """Restart the process: SIGTERM (clean session close) or SIGKILL (``hard``), then start."""
+        self.kill() if hard else self.stop()
+        self.start()
+
+    def wipe_data(self) -> None:
+        self.remote.run(f"rm -rf {shlex.quote(self.data_dir)} && mkdir -p {shlex.quote(self.data_dir)}", check=True)
+
+    def events(self) -> list[Event]:
+        """Download and parse this agent's events so far."""
+        local = Path(self.state.scratch) / "peek" / f"agent-{self.broker_id}.jsonl"
+        try:
+            self.remote.get(self.events_path, local)
+        except (OSError, RemoteError):
+            return []
+        return list(read_events(local))
+
+    def wait_for(self, pred: Callable[[Event], bool], timeout: float, poll: float = 0.2) -> Event | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for ev in self.events():
+                if pred(ev):
+                    return ev
+            time.sleep(poll)
+        return None
+
+
+class Cluster:
+    def __init__(self, inventory: Inventory, scratch: Path, run_id: str, log: Callable[[str], None] | None = None):
+        self.inv = inventory
+        self.scratch = Path(scratch)
+        self.run_id = run_id
+        self.log = log or (lambda msg: None)
+        self.state = RunState(run_id=run_id, inventory=str(inventory.path), embedded=inventory.embedded,
+                              scratch=str(self.scratch))
+        self.sshd: EmbeddedSshd | None = None
+        self.remotes: dict[str, Remote] = {}
+        self.ensemble: Ensemble | None = None
+        self.toxiproxy: ToxiproxyServer | None = None
+        self.links: LinkNet | None = None  # type: ignore[assignment]
+        self.agents: dict[int, AgentProcess] = {}
+        self.agent_ports: dict[int, int] = {}
+        self._zk_clients: list[KazooClient] = []
+        self._code_tarball: Path | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.teardown()
+
+    @property
+    def node_python(self) -> str:
+        """The interpreter on nodes: this one when the nodes are this machine."""
+        return sys.executable if self.inv.embedded else self.inv.agents.python
+
+    def node_workdir(self, node: NodeSpec) -> str:
+        if node.workdir:
+            return node.workdir
+        if self.inv.embedded:
+            return str(self.scratch / "nodes" / node.name)
+        return f"{self.inv.workdir_base}/{self.run_id}/{node.name}"
+
+    def start(self) -> None:
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.state.save()
+        self._connect()
+        self._start_zookeeper()
+        self._start_toxiproxy()
+
+    def _connect(self) -> None:
+        inv = self.inv
+        if inv.embedded:
+            self.log("starting embedded sshd")
+            self.sshd = EmbeddedSshd(self.scratch / "sshd", sorted({n.address for n in inv.nodes}))
+            self.sshd.start()
+            assert self.sshd.process is not None
+            self.state.local_pids.append(self.sshd.process.pid)
+            self.state.save()
+
+        def connect(node: NodeSpec) -> tuple[str, Remote]:
+            if self.sshd is not None:
+                return node.name, SSHRemote(node.name, node.address, self.sshd.port, self.sshd.user,
+                                            str(self.sshd.client_key))
+            key = node.key or inv.ssh.key
+            return node.name, SSHRemote(
+                node.name, node.ssh_host or node.address, node.ssh_port or inv.ssh.port,
+                node.user or inv.ssh.user or os.environ.get("USER", "root"),
+                os.path.expanduser(key) if key else None,
+                known_hosts=os.path.expanduser(inv.ssh.known_hosts) if inv.ssh.known_hosts else None,
+                strict_host_keys=inv.ssh.strict_host_keys,
+            )
+
+        self.log(f"connecting over SSH to {len(inv.nodes)} nodes")
+        self.remotes = dict(on_nodes(inv.nodes, connect))
+        for node in inv.nodes:
+            wd = self.node_workdir(node)
+            self.state.node_workdirs[node.name] = wd
+            self.remotes[node.name].run(f"mkdir -p {shlex.quote(wd)}", check=True)
+        self.state.save()
+
+    def _start_zookeeper(self) -> None:
+        members: list[ZkMember] = []
+        for myid, node in enumerate(self.inv.zookeepers, 1):
+            client, peer, election = free_ports_on(self.remotes[node.name], node.address, 3, self.node_python)
+            members.append(ZkMember(myid, node.name, node.address, client, peer, election, self.node_workdir(node)))
+        nodes = [ZooKeeperNode(m, self.remotes[m.name], self.inv.zookeeper) for m in members]
+        for m in members:
+            self.state.add_pidfile(m.name, m.pidfile)
+        self.ensemble = Ensemble(nodes)
+        self.log(f"starting ZooKeeper ensemble of {len(nodes)}")
+        self.ensemble.start(timeout=90)
+
+    def _start_toxiproxy(self) -> None:
+        self.toxiproxy = ToxiproxyServer(self.inv.toxiproxy.binary, self.inv.toxiproxy.host, self.scratch / "toxiproxy")
+        self.toxiproxy.start()
+        assert self.toxiproxy.process is not None
+        self.state.local_pids.append(self.toxiproxy.process.pid)
+        self.state.save()
+        self.links = LinkNet(self.toxiproxy)
+        assert self.ensemble is not None
+        for broker in self.inv.brokers:
+            for m in self.ensemble.members:
+                self.links.create(Link(f"{broker.name}->{m.name}", "agent-zk", broker.name, m.name, m.client_address))
+
+    def _ensure_agent_links(self) -> None:
+        brokers = self.inv.brokers
+        for b in brokers:
+            if b.broker_id not in self.agent_ports:
+                self.agent_ports[b.broker_id] = free_ports_on(self.remotes[b.name], b.address, 1, self.node_python)[0]  # type: ignore[index]
+        for src in brokers:
+            for dst in brokers:
+                name = f"{src.name}->{dst.name}"
+                if src is not dst and name not in self.links.links:
+                    self.links.create(Link(name, "agent-agent", src.name, dst.name,
+                                           f"{dst.address}:{self.agent_ports[dst.broker_id]}"))  # type: ignore[index]
+
+    def _code_bundle(self) -> Path:
+        if self._code_tarball is None:
+            path = self.scratch / "agent-code.tar.gz"
+            with tarfile.open(path, "w:gz") as tar:
+                for pkg in AGENT_PACKAGES:
+                    tar.add(REPO_ROOT / pkg, arcname=pkg,
+                            filter=lambda ti: None if "__pycache__" in ti.name else ti)
+            self._code_tarball = path
+        return self._code_tarball
+
+    # -- agents --------------------------------------------------------------------------
+    def agent_config(self, broker: NodeSpec, toggles: Toggles, extra: dict[str, Any] | None = None) -> AgentConfig:
+        assert broker.broker_id is not None and self.ensemble is not None
+        wd = self.node_workdir(broker)
+        zk_links = [self.links.links[f"{broker.name}->{m.name}"] for m in self.ensemble.members]
+        peers = {
+            other.broker_id: self.links.links[f"{broker.name}->{other.name}"].listen
+            for other in self.inv.brokers if other is not broker
+        }
+        return AgentConfig(
+            broker_id=broker.broker_id,
+            zk_connect=",".join(ln.listen for ln in zk_links),
+            zk_pipeline_connect=",".join(ln.listen for ln in zk_links),
+            session_timeout_ms=self.inv.agents.session_timeout_ms,
+            events_path=f"{wd}/events.jsonl",
+            data_dir=f"{wd}/data",
+            run=self.run_id,
+            host=broker.address,
+            listen_host=broker.address,
+            port=self.agent_ports[broker.broker_id],
+            peers=peers,  # type: ignore[arg-type]
+            toggles=toggles,
+            extra=dict(extra or {}),
+        )
+
+    def start_agents(self, toggles: dict[str, Any] | Toggles | None = None, brokers: list[int] | None = None,
+                     extra: dict[str, Any] | None = None, per_broker_toggles: dict[int, dict[str, Any]] | None = None
+                     ) -> list[AgentProcess]:
+        """Upload the agent code, write each config and start the agents over SSH."""
+        self._ensure_agent_links()
+        base = toggles if isinstance(toggles, Toggles) else Toggles.from_dict(
+            {**self.inv.agents.toggles.to_dict(), **(toggles or {})})
+        targets = [b for b in self.inv.brokers if brokers is None or b.broker_id in brokers]
+        bundle = self._code_bundle()
+        python = self.node_python
+
+        def start_one(node: NodeSpec) -> AgentProcess:
+            remote = self.remotes[node.name]
+            wd = self.node_workdir(node)
+            remote.put(bundle, f"{wd}/agent-code.tar.gz")
+            remote.run(f"rm -rf {shlex.quote(wd)}/code && mkdir -p {shlex.quote(wd)}/code && "
+                       f"tar -xzf {shlex.quote(wd)}/agent-code.tar.gz -C {shlex.quote(wd)}/code", check=True)
+            tg = base
+            if per_broker_toggles and node.broker_id in per_broker_toggles:
+                tg = replace(base, **per_broker_toggles[node.broker_id])
+            agent = AgentProcess(node, remote, wd, python, self.state)
+            agent.write_config(self.agent_config(node, tg, extra))
+            agent.start()
+            return agent
+
+        started = on_nodes(targets, start_one)
+        for a in started:
+            self.agents[a.broker_id] = a
+        return started
+
+    def agent(self, broker_id: int) -> AgentProcess:
+        return self.agents[broker_id]
+
+    def wait_registered(self, broker_ids: list[int] | None = None, timeout: float = 30.0) -> dict[int, int]:
+        """Block until each broker's znode exists; returns broker id → czxid."""
+        ids = broker_ids if broker_ids is not None else sorted(self.agents)
+        zk = self.zk()
+        deadline = time.monotonic() + timeout
+        found: dict[int, int] = {}
+        while time.monotonic() < deadline:
+            for b in ids:
+                stat = zk.exists(f"/brokers/ids/{b}")
+                if stat is not None:
+                    found[b] = stat.czxid
+            if len(found) == len(ids):
+                return found
+            time.sleep(0.1)
+        missing = sorted(set(ids) - set(found))
+        raise TimeoutError(f"brokers {missing} not registered after {timeout:.0f}s")
+
+    def zk(self) -> KazooClient:
+        """A direct kazoo client to the ensemble (not through any proxy)."""
+        assert self.ensemble is not None
+        client = KazooClient(hosts=self.ensemble.connect_string, timeout=10.0)
+        client.start(timeout=20)
+        self._zk_clients.append(client)
+        return client
+
+    # -- collection and teardown ---------------------------------------------------------
+    def collect(self, run_dir: Path) -> dict[str, list[Path]]:
+        """Download agents' events and logs and ZooKeeper logs into ``run_dir``."""
+        got: dict[str, list[Path]] = {"events": [], "logs": []}
+        logs = run_dir / "logs"
+        for agent in self.agents.values():
+            for remote_path, local in (
+                (agent.events_path, run_dir / "events" / f"agent-{agent.broker_id}.jsonl"),
+                (agent.logfile, logs / f"{agent.node.name}-agent.log"),
+            ):
+                try:
+                    agent.remote.get(remote_path, local)
+                    got["events" if local.suffix == ".jsonl" else "logs"].append(local)
+                except (OSError, RemoteError):
+                    pass
+        if self.ensemble is not None:
+            for node in self.ensemble.nodes:
+                got["logs"] += node.download_logs(logs)
+        if self.toxiproxy is not None and self.toxiproxy.logfile.exists():
+            logs.mkdir(parents=True, exist_ok=True)
+            shutil.copy(self.toxiproxy.logfile, logs / "toxiproxy.log")
+        return got
+
+    def stop_agents(self) -> None:
+        on_nodes(list(self.agents.values()), lambda a: (a.resume(), a.stop()))
+
+    def teardown(self) -> None:
+        """Stop everything this cluster started, in reverse order; never raises."""
+        errors: list[str] = []
+
+        def attempt(what: str, fn: Callable[[], Any]) -> None:
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - teardown must go on
+                errors.append(f"{what}: {e}")
+
+        for c in self._zk_clients:
+            attempt("kazoo", lambda c=c: (c.stop(), c.close()))
+        self._zk_clients.clear()
+        attempt("agents", self.stop_agents)
+        if self.links is not None:
+            attempt("toxiproxy proxies", self.links.destroy_all)
+        if self.toxiproxy is not None:
+            attempt("toxiproxy", self.toxiproxy.stop)
+        if self.ensemble is not None:
+            attempt("zookeeper", lambda: on_nodes(self.ensemble.nodes, lambda n: (n.resume(), n.stop())))
+        for name, remote in self.remotes.items():
+            wd = self.state.node_workdirs.get(name)
+            if wd and not self.inv.embedded:
+                attempt(f"workdir {name}", lambda r=remote, wd=wd: r.run(f"rm -rf {shlex.quote(wd)}"))
+            attempt(f"ssh {name}", remote.close)
+        self.remotes.clear()
+        if self.sshd is not None:
+            attempt("sshd", self.sshd.stop)
+        attempt("scratch", lambda: shutil.rmtree(self.scratch, ignore_errors=True))
+        self.state.remove()
+        if errors:
+            print("teardown: " + "; ".join(errors), file=sys.stderr)

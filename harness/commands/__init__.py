@@ -1,0 +1,1 @@
+"""CLI subcommands of the control node (`harness run`, `harness teardown`, `harness agent`)."""

@@ -1,0 +1,183 @@
+"""Events: the one record format every source writes (agents, ZK wire proxy, nemesis, observer).
+
+One JSON object per line. Envelope fields are fixed (see docs/events.md); everything a checker
+needs beyond them goes in ``value``. Writers flush every line so a crash loses nothing already
+written; readers tolerate a torn last line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+OP_TYPES = ("invoke", "ok", "fail", "info", "event")
+
+
+@dataclass(slots=True)
+class Event:
+    run: str
+    src: str
+    seq: int
+    t_wall: float
+    t_mono: int
+    type: str
+    f: str
+    process: str | int | None = None
+    value: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """Stable identifier an anomaly cites: ``<src>/<seq>``."""
+        return f"{self.src}/{self.seq}"
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["id"] = self.id
+        return json.dumps(d, separators=(",", ":"), default=_json_default)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Event:
+        return cls(
+            run=d.get("run", ""),
+            src=d["src"],
+            seq=int(d["seq"]),
+            t_wall=float(d["t_wall"]),
+            t_mono=int(d.get("t_mono", 0)),
+            type=d["type"],
+            f=d["f"],
+            process=d.get("process"),
+            value=d.get("value") or {},
+        )
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    if isinstance(o, bytes):
+        return o.hex()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+class EventWriter:
+    """Append-only, thread-safe JSONL writer for one source.
+
+    Every line is flushed as it is written: histories are small (thousands to a few million
+    lines) and losing the last second on a crash is worse than the syscall.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], src: str, run: str = "") -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.src = src
+        self.run = run
+        self._seq = _last_seq(self.path)  # a restarted process continues the numbering
+        self._lock = threading.Lock()
+        self._fh = open(self.path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+
+    def emit(self, f: str, type: str = "event", process: str | int | None = None, **value: Any) -> Event:
+        if type not in OP_TYPES:
+            raise ValueError(f"event type must be one of {OP_TYPES}, not {type!r}")
+        with self._lock:
+            self._seq += 1
+            ev = Event(
+                run=self.run,
+                src=self.src,
+                seq=self._seq,
+                t_wall=time.time(),
+                t_mono=time.monotonic_ns(),
+                type=type,
+                f=f,
+                process=process,
+                value=value,
+            )
+            if not self._fh.closed:
+                self._fh.write(ev.to_json() + "\n")
+            return ev
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.close()
+
+    def __enter__(self) -> EventWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _last_seq(path: Path) -> int:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 65536))
+            tail = fh.read().decode("utf-8", "replace").splitlines()
+    except FileNotFoundError:
+        return 0
+    for line in reversed(tail):
+        try:
+            return int(json.loads(line)["seq"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return 0
+
+
+class HistoryFormatError(ValueError):
+    """A history line that is not a valid event; the message names file and line."""
+
+
+def read_events(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = True) -> Iterator[Event]:
+    """Yield events from a JSONL file. A torn final line (crash mid-write) is skipped."""
+    p = Path(path)
+    with open(p, encoding="utf-8") as fh:
+        lines = fh.readlines()
+    for lineno, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            d = json.loads(line)
+            yield Event.from_dict(d)
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            if tolerate_torn_tail and lineno == len(lines) and not lines[-1].endswith("\n"):
+                return
+            raise HistoryFormatError(f"{p}:{lineno}: not a valid event: {e}") from e
+
+
+def merge(sources: Iterable[Iterable[Event]]) -> list[Event]:
+    """Merge per-source event streams into one history ordered by wall time.
+
+    Ties and per-source order are kept: within a source ``seq`` order always wins, so a
+    source whose clock stepped backwards never has its own events reordered.
+    """
+    streams = [sorted(s, key=lambda e: e.seq) for s in sources]
+    # Clamp each source's wall clock to be non-decreasing in seq order so the merge is a
+    # merge of sorted lists (per-source order preserved exactly).
+    keyed: list[tuple[float, int, int, Event]] = []
+    for si, stream in enumerate(streams):
+        last = float("-inf")
+        for ev in stream:
+            last = max(last, ev.t_wall)
+            keyed.append((last, si, ev.seq, ev))
+    keyed.sort(key=lambda k: (k[0], k[1], k[2]))
+    return [k[3] for k in keyed]
+
+
+def write_history(events: Iterable[Event], path: str | os.PathLike[str]) -> int:
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for index, ev in enumerate(events):
+            d = json.loads(ev.to_json())
+            d["index"] = index
+            fh.write(json.dumps(d, separators=(",", ":")) + "\n")
+            n += 1
+    return n

@@ -1,0 +1,5 @@
+"""Faults: the ZooKeeper wire proxy, Toxiproxy link faults, process faults and schedules.
+
+Every fault start and stop is an event (``src = "nemesis"``); heal runs at setup, after every
+schedule and in ``finally``.
+"""

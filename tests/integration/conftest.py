@@ -1,0 +1,62 @@
+"""Fixtures that start real servers on loopback for integration tests."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from harness.ports import free_port
+from harness.remote import LocalRemote
+from harness.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode, four_letter
+
+
+@dataclass
+class ZkServer:
+    host: str
+    port: int
+    ensemble: Ensemble
+
+    @property
+    def connect_string(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def four_letter(self, cmd: str) -> str:
+        return four_letter(self.host, self.port, cmd)
+
+
+@pytest.fixture(scope="session")
+def zk_server() -> Iterator[ZkServer]:
+    """A single real ZooKeeper server (Debian package) with fast timings, for the whole session."""
+    workdir = tempfile.mkdtemp(prefix="zkfence-zk-")
+    host = "127.0.0.1"
+    member = ZkMember(
+        myid=1, name="zk-standalone", address=host, client_port=free_port(host),
+        peer_port=free_port(host), election_port=free_port(host), workdir=workdir,
+    )
+    settings = ZkSettings(tick_time_ms=200, min_session_timeout_ms=1000, max_session_timeout_ms=10000)
+    ensemble = Ensemble([ZooKeeperNode(member, LocalRemote(), settings)])
+    try:
+        ensemble.start(timeout=60)
+        yield ZkServer(host, member.client_port, ensemble)
+    finally:
+        ensemble.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A whole local cluster per test module: embedded sshd, 3 ZooKeeper servers, Toxiproxy with
+    a proxy per link. Agents are not started: call ``cluster.start_agents(toggles=...)``."""
+    import uuid
+
+    from harness.cluster import Cluster
+    from harness.inventory import load_inventory
+
+    inv = load_inventory()
+    with Cluster(inv, tmp_path_factory.mktemp("cluster"), run_id=f"test-{uuid.uuid4().hex[:8]}") as c:
+        c.start()
+        yield c
