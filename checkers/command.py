@@ -16,10 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UsageError, exit_code_for
-
 from checkers.parsers import FORMATS, ParseError
 from checkers.result import Result, worst
+from harness.errors import UsageError, exit_code_for
 
 RESULTS_FILE = "results-check.json"
 

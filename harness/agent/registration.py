@@ -26,3 +26,17 @@ def after_node_exists(mode: str, owner: int, current: int, recorded: int) -> Aft
     if owner == recorded and current != recorded:
         return AfterNodeExists.DELETE_AND_RETRY
     return AfterNodeExists.FAIL
+
+
+RETRY14845_ATTEMPTS = 5
+
+
+def retry_policy(mode: str, session_timeout_ms: int) -> tuple[int, float]:
+    """(extra attempts after a NODEEXISTS failure, backoff seconds between them).
+
+    ``retry14845`` is PR #13558 (KAFKA-14845, closed unmerged): up to 5 retries with a backoff of
+    (T + 1000 ms) / 5, so the orphan session's znode has expired by the last one. Other modes: none.
+    """
+    if mode == "retry14845":
+        return RETRY14845_ATTEMPTS, (session_timeout_ms + 1000) / 5 / 1000.0
+    return 0, 0.0

@@ -1,0 +1,82 @@
+"""Check the project's own histories (history.jsonl): epoch-fencing invariants, the zxid sweep and
+the lead's registration checks (``checkers.registration``, when importable), all on one SparkSession.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from checkers import fencing
+from checkers.result import Result, anomaly, compose, result
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+MAX_ANOMALIES_PER_CHECKER = 20
+
+
+def fencing_results(ev: DataFrame, paths: Sequence[str], names: list[str] | None = None) -> dict[str, dict[str, Result]]:
+    """{path: {checker: result}} for the epoch-fencing invariants, collected in one Spark job."""
+    from pyspark.sql import functions as F
+
+    names = names or list(fencing.CHECKERS)
+    an = fencing.all_anomalies(ev, names)
+    rows = (
+        an.groupBy("hist", "checker")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.slice(F.collect_list(F.struct("message", "event_ids", "key")), 1, MAX_ANOMALIES_PER_CHECKER).alias("first"),
+        )
+        .collect()
+    )
+    found: dict[tuple[str, str], Any] = {(r["hist"], r["checker"]): r for r in rows}
+    out: dict[str, dict[str, Result]] = {}
+    for p in paths:
+        per: dict[str, Result] = {}
+        for name in names:
+            r = found.get((p, name))
+            if r is None:
+                per[name] = result(True, [], anomalies_total=0)
+                continue
+            ans = [anomaly(name, a["message"], a["event_ids"] or [], **json.loads(a["key"] or "{}")) for a in r["first"]]
+            per[name] = result(False, ans, anomalies_total=int(r["n"]))
+        out[p] = per
+    return out
+
+
+def _registration(spark: SparkSession, path: str) -> Result | None:
+    """The lead's ``checkers.registration.check(spark, [paths])``, when that module exists."""
+    try:
+        from checkers import registration
+    except ImportError:
+        return None
+    fn = getattr(registration, "check", None)
+    return None if fn is None else fn(spark, [path])
+
+
+def check_project_histories(
+    spark: SparkSession, paths: Sequence[str], *, parquet: str | None = None, zxid: bool = True
+) -> dict[str, Result]:
+    from checkers import events_df
+
+    ev = events_df.load_events(spark, paths)
+    if parquet:
+        events_df.write_parquet(ev, parquet)
+    counts = {r["hist"]: r["count"] for r in ev.groupBy("hist").count().collect()}
+    per = fencing_results(ev, paths)
+    if zxid:
+        from checkers import zxid as zx
+
+        for p, r in zx.check_events(ev, paths).items():
+            per[p]["zxid_sweep"] = r
+    out: dict[str, Result] = {}
+    for p in paths:
+        named = dict(per[p])
+        reg = _registration(spark, p)
+        if reg is not None:
+            named["registration"] = reg
+        out[p] = compose(named, events=int(counts.get(p, 0)), model="epoch-fencing")
+    ev.unpersist()
+    return out

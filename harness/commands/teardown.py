@@ -1,0 +1,76 @@
+"""`harness teardown`: clean up after a crashed run from the state files it left in .local/state."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+from harness.cluster import STATE_DIR
+from harness.remote import kill_local_pid
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("teardown", help="stop everything a crashed run left behind", description=__doc__)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    states = sorted(STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []
+    if not states:
+        print("teardown: nothing recorded; nothing to do")
+        return 0
+    for path in states:
+        try:
+            st = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            print(f"teardown: {path}: unreadable state ({e}); removing it")
+            path.unlink(missing_ok=True)
+            continue
+        killed = 0
+        if st.get("embedded", True):
+            for pidfiles in st.get("node_pidfiles", {}).values():
+                for pf in pidfiles:
+                    try:
+                        pid = int(Path(pf).read_text().strip())
+                    except (OSError, ValueError):
+                        continue
+                    killed += kill_local_pid(pid)
+        else:
+            killed += _remote_teardown(st)
+        for pid in st.get("local_pids", []):
+            killed += kill_local_pid(pid)
+        shutil.rmtree(st.get("scratch", ""), ignore_errors=True) if st.get("scratch") else None
+        path.unlink(missing_ok=True)
+        print(f"teardown: run {st.get('run_id')}: signalled {killed} process group(s), removed its scratch dir")
+    return 0
+
+
+def _remote_teardown(st: dict) -> int:
+    from harness.cluster import Cluster
+    from harness.inventory import load_inventory
+
+    inv = load_inventory(st["inventory"])
+    cluster = Cluster(inv, Path(st["scratch"]), st["run_id"])
+    killed = 0
+    try:
+        cluster._connect()  # noqa: SLF001 - reuse the same SSH setup as a run
+        for node, pidfiles in st.get("node_pidfiles", {}).items():
+            remote = cluster.remotes.get(node)
+            if remote is None:
+                continue
+            for pf in pidfiles:
+                res = remote.run(f"p=$(cat {shlex.quote(pf)} 2>/dev/null) && kill -KILL -- -$p 2>/dev/null; "
+                                 f"kill -KILL $p 2>/dev/null; true")
+                killed += res.ok
+        for node, wd in st.get("node_workdirs", {}).items():
+            if node in cluster.remotes:
+                cluster.remotes[node].run(f"rm -rf {shlex.quote(wd)}")
+    finally:
+        for r in cluster.remotes.values():
+            r.close()
+        if cluster.sshd is not None:
+            cluster.sshd.stop()
+    return killed

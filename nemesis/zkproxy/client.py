@@ -1,0 +1,187 @@
+"""Harness side of the proxy: ``ZkProxyClient`` (control API) and ``ProxyProcess`` (spawn + ready file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+
+class ZkProxyError(RuntimeError):
+    """The control API answered with an error (message is the API's one-line error)."""
+
+    def __init__(self, status: int, msg: str) -> None:
+        super().__init__(f"zkproxy control: HTTP {status}: {msg}")
+        self.status = status
+
+
+class ZkProxyClient:
+    """Talks to a running proxy's control API (see nemesis/zkproxy/control.py for the routes)."""
+
+    def __init__(self, host: str, port: int, timeout: float = 10.0) -> None:
+        self.base = f"http://{host}:{port}"
+        self.timeout = timeout
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as e:
+            try:
+                msg = json.loads(e.read()).get("error", e.reason)
+            except (ValueError, AttributeError):
+                msg = str(e.reason)
+            raise ZkProxyError(e.code, msg) from None
+
+    def health(self) -> dict[str, Any]:
+        return self._call("GET", "/health")
+
+    def listeners(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/listeners")
+
+    def rules(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/rules")
+
+    def add_rule(self, rule: dict[str, Any]) -> str:
+        return self._call("POST", "/rules", rule)["ids"][0]
+
+    def add_rules(self, rules: list[dict[str, Any]]) -> list[str]:
+        return self._call("POST", "/rules", {"rules": rules})["ids"]
+
+    def remove_rule(self, rule_id: str) -> None:
+        self._call("DELETE", f"/rules/{rule_id}")
+
+    def clear_rules(self) -> int:
+        return self._call("DELETE", "/rules")["removed"]
+
+    def arm(self, name: str) -> None:
+        self._call("POST", f"/arm/{name}")
+
+    def disarm(self, name: str) -> bool:
+        return self._call("POST", f"/disarm/{name}")["was_armed"]
+
+    def armed(self) -> dict[str, float]:
+        return self._call("GET", "/armed")
+
+    def connections(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/connections")
+
+    def close_connection(self, conn: int, rst: bool = False) -> None:
+        self._call("POST", f"/connections/{conn}/close", {"rst": rst})
+
+    def sessions(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/sessions")
+
+
+def read_ready_file(path: str | Path, timeout: float = 15.0, proc: subprocess.Popen[Any] | None = None) -> dict:
+    deadline = time.monotonic() + timeout
+    p = Path(path)
+    while time.monotonic() < deadline:
+        if p.exists():
+            try:
+                return json.loads(p.read_text())
+            except ValueError:
+                pass  # being written (the proxy renames into place, so this is rare)
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"zkproxy exited with {proc.returncode} before becoming ready")
+        time.sleep(0.02)
+    raise TimeoutError(f"zkproxy ready file {p} did not appear within {timeout}s")
+
+
+class ProxyProcess:
+    """``python -m nemesis.zkproxy`` as a child process; ``ports[i]`` is listener i's bound port.
+
+    Use as a context manager; ``stop()`` sends SIGTERM (the proxy closes sockets, flushes events).
+    """
+
+    def __init__(
+        self,
+        upstreams: list[str],
+        events: str | Path,
+        workdir: str | Path,
+        *,
+        rules: str | Path | None = None,
+        seed: int = 0,
+        listen_host: str = "127.0.0.1",
+        run: str = "",
+        extra_args: list[str] | None = None,
+        python: str = sys.executable,
+    ) -> None:
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.ready_file = self.workdir / f"zkproxy-ready-{os.getpid()}-{id(self)}.json"
+        self.ready_file.unlink(missing_ok=True)
+        self.events = Path(events)
+        self.log = self.workdir / "zkproxy.log"
+        args = [python, "-m", "nemesis.zkproxy"]
+        for up in upstreams:
+            args += ["--listen", f"{listen_host}:0={up}"]
+        args += ["--events", str(events), "--control", f"{listen_host}:0", "--seed", str(seed),
+                 "--ready-file", str(self.ready_file)]
+        if rules is not None:
+            args += ["--rules", str(rules)]
+        if run:
+            args += ["--run", run]
+        args += extra_args or []
+        self.args = args
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.ready: dict[str, Any] = {}
+
+    def start(self, timeout: float = 15.0) -> ProxyProcess:
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        with open(self.log, "ab") as logf:
+            self.proc = subprocess.Popen(self.args, stdout=logf, stderr=subprocess.STDOUT, env=env)
+        try:
+            self.ready = read_ready_file(self.ready_file, timeout, self.proc)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def ports(self) -> list[int]:
+        return [lst["port"] for lst in self.ready["listeners"]]
+
+    @property
+    def addresses(self) -> list[str]:
+        return [lst["listen"] for lst in self.ready["listeners"]]
+
+    @property
+    def connect_string(self) -> str:
+        return ",".join(self.addresses)
+
+    @property
+    def client(self) -> ZkProxyClient:
+        ctl = self.ready["control"]
+        return ZkProxyClient(ctl["host"], ctl["port"])
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+    def __enter__(self) -> ProxyProcess:
+        return self.start() if self.proc is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

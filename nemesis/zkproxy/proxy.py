@@ -1,0 +1,689 @@
+"""The asyncio ZooKeeper wire proxy (zk-wire.md section 8).
+
+One listener per upstream server. Per connection: a reader and a writer task per direction. The
+reader parses a *copy* of each frame, asks the rules, logs one event, and queues the original
+bytes with ``release_at = max(now + delay, previous release_at)``; the writer drains the queue in
+order, so a delayed frame holds back everything behind it and nothing overtakes.
+
+Connection states: NEW -> RAW (four-letter word) or HANDSHAKE -> AWAIT_CONNECT_RESPONSE ->
+ESTABLISHED, then CLOSING -> CLOSED (``closed_first`` = client | server | proxy). Black-hole
+overlays per direction: frames read after a ``drop_then_blackhole`` are discarded (and logged),
+and a close from the far side is not passed through a black-holed direction (a partition hides
+FINs too); the other side learns only by timing out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.events import EventWriter
+from harness.zkwire import (
+    JUTE_MAXBUFFER,
+    XID_AUTH,
+    XID_NOTIFICATION,
+    XID_PING,
+    XID_SET_WATCHES,
+    ConnectRequest,
+    ConnectResponse,
+    Create2Response,
+    FrameError,
+    JuteError,
+    MultiResponse,
+    OpCode,
+    PathResponse,
+    WatcherEvent,
+    frame_length,
+    is_four_letter_word,
+    op_name,
+    parse_reply,
+    parse_request,
+    reply_kind,
+    request_kind,
+)
+from nemesis.zkproxy.rules import Decision, FrameInfo, Rule, RuleSet
+
+NEW, RAW, HANDSHAKE, AWAIT_CONNECT_RESPONSE, ESTABLISHED, CLOSING, CLOSED = (
+    "NEW", "RAW", "HANDSHAKE", "AWAIT_CONNECT_RESPONSE", "ESTABLISHED", "CLOSING", "CLOSED",
+)
+HELD_ON_CLOSE = ("deliver", "discard")
+
+
+@dataclass(slots=True)
+class ListenerSpec:
+    listen_host: str
+    listen_port: int
+    upstream_host: str
+    upstream_port: int
+
+    @property
+    def upstream(self) -> str:
+        return f"{self.upstream_host}:{self.upstream_port}"
+
+    @classmethod
+    def parse(cls, s: str) -> ListenerSpec:
+        """``LISTEN_HOST:PORT=UPSTREAM_HOST:PORT`` (port 0 = pick one)."""
+        try:
+            left, right = s.split("=", 1)
+            lh, lp = left.rsplit(":", 1)
+            uh, up = right.rsplit(":", 1)
+            return cls(lh.strip("[]"), int(lp), uh.strip("[]"), int(up))
+        except ValueError:
+            raise ValueError(f"--listen {s!r}: expected LISTEN_HOST:PORT=UPSTREAM_HOST:PORT") from None
+
+
+@dataclass(slots=True)
+class Pending:
+    xid: int
+    op: int
+    paths: list[str]
+    ephemeral: bool
+    req_seq: int
+    t_sent: float
+
+
+@dataclass(slots=True)
+class Item:
+    release_at: float
+    data: bytes = b""
+    kind: str = "data"  # data | eof | close
+    seq: int | None = None
+    delayed: bool = False
+    before_write: Callable[[], None] | None = None
+    rst: bool = False
+
+
+@dataclass
+class Conn:
+    ordinal: int
+    listener: int
+    upstream: str
+    client_addr: str
+    opened_wall: float
+    state: str = NEW
+    client_r: asyncio.StreamReader | None = None
+    client_w: asyncio.StreamWriter | None = None
+    up_r: asyncio.StreamReader | None = None
+    up_w: asyncio.StreamWriter | None = None
+    blackhole: dict[str, bool] = field(default_factory=lambda: {"c2s": False, "s2c": False})
+    blackhole_rule: dict[str, str | None] = field(default_factory=lambda: {"c2s": None, "s2c": None})
+    discard_held: dict[str, bool] = field(default_factory=lambda: {"c2s": False, "s2c": False})
+    dead: dict[str, bool] = field(default_factory=lambda: {"c2s": False, "s2c": False})
+    queues: dict[str, asyncio.Queue[Item]] = field(
+        default_factory=lambda: {"c2s": asyncio.Queue(), "s2c": asyncio.Queue()}
+    )
+    last_release: dict[str, float] = field(default_factory=lambda: {"c2s": 0.0, "s2c": 0.0})
+    frames: dict[str, int] = field(default_factory=lambda: {"c2s": 0, "s2c": 0})
+    nbytes: dict[str, int] = field(default_factory=lambda: {"c2s": 0, "s2c": 0})
+    pending: deque[Pending] = field(default_factory=deque)
+    requested_session_id: int | None = None
+    session_id: int | None = None
+    negotiated_timeout_ms: int | None = None
+    closed_first: str | None = None
+    close_reason: str | None = None
+    mode_decided: asyncio.Event = field(default_factory=asyncio.Event)
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    close_handle: asyncio.TimerHandle | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "conn": self.ordinal, "listener": self.listener, "upstream": self.upstream,
+            "client": self.client_addr, "state": self.state, "session_id": self.session_id,
+            "requested_session_id": self.requested_session_id,
+            "negotiated_timeout_ms": self.negotiated_timeout_ms,
+            "blackhole": [d for d in ("c2s", "s2c") if self.blackhole[d]],
+            "frames": dict(self.frames), "bytes": dict(self.nbytes), "pending": len(self.pending),
+            "closed_first": self.closed_first, "opened_wall": self.opened_wall,
+        }
+
+
+def _set_rst(w: asyncio.StreamWriter | None) -> None:
+    if w is None:
+        return
+    sock = w.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+class ZkProxy:
+    """The proxy. Create, ``await start()``, then ``await stop()``; all methods run on its loop."""
+
+    def __init__(
+        self,
+        listeners: list[ListenerSpec],
+        events: EventWriter,
+        *,
+        rules: list[Rule] | None = None,
+        seed: int = 0,
+        held_on_close: str = "deliver",
+        max_frame: int = JUTE_MAXBUFFER,
+        connect_timeout_s: float = 5.0,
+    ) -> None:
+        if held_on_close not in HELD_ON_CLOSE:
+            raise ValueError(f"held_on_close must be one of {HELD_ON_CLOSE}")
+        self.specs = listeners
+        self.ev = events
+        self.seed = seed
+        self.held_on_close = held_on_close
+        self.max_frame = max_frame
+        self.connect_timeout_s = connect_timeout_s
+        self.ruleset = RuleSet(seed, time.monotonic())
+        self._initial_rules = rules or []
+        self.servers: list[asyncio.base_events.Server] = []
+        self.bound: list[tuple[str, int]] = []
+        self.conns: dict[int, Conn] = {}
+        self.sessions: dict[int, dict[str, Any]] = {}
+        self._next_conn = 0
+        self._handlers: set[asyncio.Task[Any]] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> list[tuple[str, int]]:
+        self.loop = asyncio.get_running_loop()
+        self.ruleset.start = time.monotonic()
+        self.ruleset.add(self._initial_rules)
+        for i, spec in enumerate(self.specs):
+            srv = await asyncio.start_server(
+                lambda r, w, i=i: self._spawn(i, r, w), spec.listen_host, spec.listen_port
+            )
+            self.servers.append(srv)
+            host, port = srv.sockets[0].getsockname()[:2]
+            self.bound.append((host, port))
+        self.emit(
+            "proxy_start", seed=self.seed, held_on_close=self.held_on_close,
+            listeners=self.listeners_info(), rules=[r.to_dict() for r in self.ruleset.rules],
+        )
+        return self.bound
+
+    def listeners_info(self) -> list[dict[str, Any]]:
+        return [
+            {"index": i, "listen": f"{h}:{p}", "host": h, "port": p, "upstream": self.specs[i].upstream}
+            for i, (h, p) in enumerate(self.bound)
+        ]
+
+    async def stop(self) -> None:
+        for srv in self.servers:
+            srv.close()
+        for c in list(self.conns.values()):
+            self._abort(c, "proxy", "shutdown")
+        for t in list(self._handlers):
+            t.cancel()
+        if self._handlers:
+            await asyncio.wait(self._handlers, timeout=2.0)
+        for srv in self.servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(srv.wait_closed(), 1.0)
+        self.emit("proxy_stop", connections=self._next_conn, sessions=len(self.sessions))
+
+    def emit(self, f: str, **value: Any) -> int:
+        return self.ev.emit(f, **value).seq
+
+    # --- control (called on the loop) ---------------------------------------------------------
+
+    def add_rules(self, rules: list[Rule]) -> list[str]:
+        ids = self.ruleset.add(rules)
+        for r in rules:
+            self.emit("rule_added", rule_id=r.id, rule=r.to_dict())
+        return ids
+
+    def remove_rule(self, rule_id: str) -> bool:
+        ok = self.ruleset.remove(rule_id)
+        if ok:
+            self.emit("rule_removed", rule_id=rule_id)
+        return ok
+
+    def clear_rules(self) -> int:
+        n = self.ruleset.clear()
+        self.emit("rules_cleared", count=n)
+        return n
+
+    def arm(self, name: str) -> None:
+        self.ruleset.arm(name, time.monotonic())
+        self.emit("rule_armed", name=name, armed=True,
+                  rule_ids=[r.id for r in self.ruleset.rules if r.budget.arm == name])
+
+    def disarm(self, name: str) -> bool:
+        was = self.ruleset.disarm(name)
+        self.emit("rule_armed", name=name, armed=False, was_armed=was)
+        return was
+
+    def close_conn(self, ordinal: int, rst: bool = False) -> bool:
+        c = self.conns.get(ordinal)
+        if c is None:
+            return False
+        self._abort(c, "proxy", "control", rst=rst)
+        return True
+
+    # --- per connection -----------------------------------------------------------------------
+
+    def _spawn(self, li: int, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        t = asyncio.get_running_loop().create_task(self._handle(li, r, w))
+        self._handlers.add(t)
+        t.add_done_callback(self._handlers.discard)
+
+    async def _handle(self, li: int, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        self._next_conn += 1
+        spec = self.specs[li]
+        peer = client_w.get_extra_info("peername") or ("?", 0)
+        c = Conn(self._next_conn, li, spec.upstream, f"{peer[0]}:{peer[1]}", time.time())
+        c.client_r, c.client_w = client_r, client_w
+        self.conns[c.ordinal] = c
+        try:
+            c.up_r, c.up_w = await asyncio.wait_for(
+                asyncio.open_connection(spec.upstream_host, spec.upstream_port), self.connect_timeout_s
+            )
+        except (TimeoutError, OSError) as e:
+            self.emit("conn_open", conn=c.ordinal, upstream=c.upstream, listener=li, client=c.client_addr,
+                      error=f"upstream connect failed: {e!r}")
+            client_w.close()
+            c.state, c.closed_first = CLOSED, "proxy"
+            self.emit("conn_close", conn=c.ordinal, upstream=c.upstream, closed_first="proxy",
+                      reason="upstream_unreachable", state=NEW)
+            self.conns.pop(c.ordinal, None)
+            return
+        local = c.up_w.get_extra_info("sockname") or ("?", 0)
+        self.emit("conn_open", conn=c.ordinal, upstream=c.upstream, listener=li, client=c.client_addr,
+                  upstream_local=f"{local[0]}:{local[1]}")
+        loop = asyncio.get_running_loop()
+        c.tasks = [
+            loop.create_task(self._c2s_reader(c)),
+            loop.create_task(self._s2c_reader(c)),
+            loop.create_task(self._writer(c, "c2s")),
+            loop.create_task(self._writer(c, "s2c")),
+        ]
+        try:
+            await asyncio.gather(*c.tasks, return_exceptions=True)
+        except asyncio.CancelledError:
+            for t in c.tasks:
+                t.cancel()
+            self._abort(c, "proxy", "shutdown")
+            raise
+        finally:
+            if c.close_handle is not None:
+                c.close_handle.cancel()
+            for w in (c.client_w, c.up_w):
+                if w is not None:
+                    w.close()
+            c.state = CLOSED
+            self.emit("conn_close", conn=c.ordinal, upstream=c.upstream, closed_first=c.closed_first,
+                      reason=c.close_reason, session_id=c.session_id, frames=dict(c.frames),
+                      bytes=dict(c.nbytes), pending=len(c.pending),
+                      blackhole=[d for d in ("c2s", "s2c") if c.blackhole[d]])
+            self.conns.pop(c.ordinal, None)
+
+    def _note_closed(self, c: Conn, who: str, reason: str) -> None:
+        if c.closed_first is None:
+            c.closed_first, c.close_reason = who, reason
+        if c.state not in (CLOSED, RAW):
+            c.state = CLOSING
+
+    def _abort(self, c: Conn, who: str, reason: str, rst: bool = False) -> None:
+        self._note_closed(c, who, reason)
+        for w in (c.client_w, c.up_w):
+            if w is None:
+                continue
+            if rst:
+                _set_rst(w)
+                w.transport.abort()
+            else:
+                w.close()
+        # wake the writers so they finish
+        for d in ("c2s", "s2c"):
+            c.queues[d].put_nowait(Item(0.0, kind="stop"))
+
+    # --- readers ------------------------------------------------------------------------------
+
+    async def _c2s_reader(self, c: Conn) -> None:
+        assert c.client_r is not None
+        try:
+            first4 = await c.client_r.readexactly(4)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            self._note_closed(c, "client", "eof_before_first_frame")
+            c.mode_decided.set()
+            c.queues["c2s"].put_nowait(Item(0.0, kind="eof"))
+            return
+        if is_four_letter_word(first4):
+            c.state = RAW
+            c.mode_decided.set()
+            self.emit("four_letter", conn=c.ordinal, upstream=c.upstream, dir="c2s", word=first4.decode())
+            await self._raw_pipe(c, "c2s", first4)
+            return
+        c.state = HANDSHAKE
+        c.mode_decided.set()
+        prefix = first4
+        first = True
+        try:
+            while True:
+                if not first:
+                    prefix = await c.client_r.readexactly(4)
+                n = frame_length(prefix, self.max_frame)
+                body = await c.client_r.readexactly(n) if n else b""
+                self._on_frame(c, "c2s", prefix + body, body, first)
+                first = False
+        except FrameError as e:
+            self.emit("protocol_error", conn=c.ordinal, upstream=c.upstream, dir="c2s", error=str(e))
+            self._abort(c, "proxy", "protocol_error")
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            self._note_closed(c, "client", "eof")
+            if self.held_on_close == "discard":
+                c.discard_held["c2s"] = True
+            c.queues["c2s"].put_nowait(Item(0.0, kind="eof"))
+
+    async def _s2c_reader(self, c: Conn) -> None:
+        assert c.up_r is not None
+        first = True
+        try:
+            while True:
+                prefix = await c.up_r.readexactly(4)
+                if first:
+                    await c.mode_decided.wait()
+                    if c.state == RAW:
+                        await self._raw_pipe(c, "s2c", prefix)
+                        return
+                n = frame_length(prefix, self.max_frame)
+                body = await c.up_r.readexactly(n) if n else b""
+                self._on_frame(c, "s2c", prefix + body, body, first)
+                first = False
+        except FrameError as e:
+            self.emit("protocol_error", conn=c.ordinal, upstream=c.upstream, dir="s2c", error=str(e))
+            self._abort(c, "proxy", "protocol_error")
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            self._note_closed(c, "server", "eof")
+            c.queues["s2c"].put_nowait(Item(0.0, kind="eof"))
+
+    async def _raw_pipe(self, c: Conn, d: str, first: bytes) -> None:
+        """Four-letter-word connections: bytes through, unparsed and unfaulted."""
+        src = c.client_r if d == "c2s" else c.up_r
+        dst = c.up_w if d == "c2s" else c.client_w
+        assert src is not None and dst is not None
+        data = first
+        try:
+            while data:
+                c.nbytes[d] += len(data)
+                dst.write(data)
+                await dst.drain()
+                data = await src.read(65536)
+        except (ConnectionError, OSError):
+            pass
+        self._note_closed(c, "client" if d == "c2s" else "server", "eof")
+        if d == "c2s":
+            with contextlib.suppress(OSError, RuntimeError):
+                if dst.can_write_eof():
+                    dst.write_eof()
+        else:
+            dst.close()
+        c.queues[d].put_nowait(Item(0.0, kind="stop"))
+
+    # --- one frame ------------------------------------------------------------------------------
+
+    def _on_frame(self, c: Conn, d: str, raw: bytes, body: bytes, first: bool) -> None:
+        c.frames[d] += 1
+        c.nbytes[d] += len(raw)
+        info = FrameInfo(conn=c.ordinal, upstream=c.listener, upstream_addr=c.upstream, dir=d, kind="request",
+                         session_id=c.session_id if c.session_id is not None else c.requested_session_id)
+        ev: dict[str, Any] = {"conn": c.ordinal, "upstream": c.upstream, "dir": d, "bytes": len(raw)}
+        before_write: Callable[[], None] | None = None
+        after_emit: Callable[[int, bool], None] | None = None  # (frame seq, forwarded)
+        pend: Pending | None = None
+        try:
+            if d == "c2s" and first:
+                before_write, after_emit = self._parse_connect_req(c, body, info, ev)
+            elif d == "s2c" and first:
+                after_emit = self._parse_connect_resp(c, body, info, ev)
+            elif d == "c2s":
+                pend = self._parse_request(c, body, info, ev)
+                if pend is not None:
+                    before_write = self._pusher(c, pend)
+                    after_emit = self._req_seq_setter(pend)
+            else:
+                self._parse_reply(c, body, info, ev)
+        except JuteError as e:
+            ev["parse_error"] = str(e)
+        ev["kind"] = info.kind
+        ev.setdefault("session_id", info.session_id)
+        now = time.monotonic()
+        loop_now = asyncio.get_running_loop().time()
+
+        if c.blackhole[d]:
+            ev.update(action="blackholed", rule_id=c.blackhole_rule[d])
+            seq = self.emit("frame", **ev)
+            if after_emit:
+                after_emit(seq, False)
+            return
+        decision: Decision = self.ruleset.decide(info, now)
+        act = decision.action
+        ev["action"] = act.type
+        rid = decision.rule.id if decision.rule else None
+        if rid is not None:
+            ev["rule_id"] = rid
+        if decision.draw is not None:
+            ev["p_draw"] = round(decision.draw, 6)
+        q = c.queues[d]
+        if act.type in ("forward", "delay") or (act.type == "close" and act.when == "after"):
+            delay_s = act.delay_ms / 1000.0 if act.type == "delay" else 0.0
+            release = max(loop_now + delay_s, c.last_release[d])
+            c.last_release[d] = release
+            if act.type == "delay":
+                ev["delay_ms"] = act.delay_ms
+                ev["held_ms"] = round((release - loop_now) * 1000.0, 3)
+            seq = self.emit("frame", **ev)
+            if after_emit:
+                after_emit(seq, True)
+            q.put_nowait(Item(release, raw, seq=seq, delayed=release > loop_now, before_write=before_write))
+            if act.type == "close":
+                q.put_nowait(Item(release, kind="close", rst=act.rst, seq=seq))
+            return
+        seq = self.emit("frame", **ev)
+        if act.type == "drop_then_blackhole":
+            self._blackhole(c, ("c2s", "s2c") if act.mode == "both" else (act.mode,), rid, seq)
+        elif act.type == "drop_then_close":
+            self._blackhole(c, ("c2s", "s2c"), rid, seq)
+            self.emit("close_scheduled", conn=c.ordinal, upstream=c.upstream, rule_id=rid, after_ms=act.after_ms,
+                      rst=act.rst, cause_seq=seq)
+            c.close_handle = asyncio.get_running_loop().call_later(
+                act.after_ms / 1000.0, self._proxy_close, c, rid, act.rst, seq
+            )
+        elif act.type == "close":  # when=before: this frame is not forwarded
+            self._proxy_close(c, rid, act.rst, seq)
+        # "drop" (unsafe): nothing else happens
+        if after_emit:
+            after_emit(seq, False)
+
+    @staticmethod
+    def _pusher(c: Conn, pend: Pending) -> Callable[[], None]:
+        def push() -> None:  # just before the request reaches the server: its reply can only follow
+            pend.t_sent = time.monotonic()
+            c.pending.append(pend)
+
+        return push
+
+    @staticmethod
+    def _req_seq_setter(pend: Pending) -> Callable[[int, bool], None]:
+        def set_seq(seq: int, forwarded: bool) -> None:
+            pend.req_seq = seq
+
+        return set_seq
+
+    def _blackhole(self, c: Conn, dirs: tuple[str, ...], rule_id: str | None, cause_seq: int) -> None:
+        for d in dirs:
+            c.blackhole[d] = True
+            c.blackhole_rule[d] = rule_id
+        self.emit("blackhole", conn=c.ordinal, upstream=c.upstream, dirs=list(dirs), rule_id=rule_id,
+                  cause_seq=cause_seq, session_id=c.session_id)
+
+    def _proxy_close(self, c: Conn, rule_id: str | None, rst: bool, cause_seq: int | None) -> None:
+        if c.state == CLOSED:
+            return
+        self.emit("proxy_close", conn=c.ordinal, upstream=c.upstream, rule_id=rule_id, rst=rst,
+                  cause_seq=cause_seq, session_id=c.session_id)
+        self._abort(c, "proxy", f"rule:{rule_id}" if rule_id else "control", rst=rst)
+
+    # --- parsing a copy -------------------------------------------------------------------------
+
+    def _parse_connect_req(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]):
+        info.kind = "connect_req"
+        req = ConnectRequest.decode(body)
+        c.requested_session_id = req.session_id
+        info.session_id = req.session_id
+        ev.update(session_id=req.session_id, timeout_ms=req.timeout, last_zxid_seen=req.last_zxid_seen,
+                  read_only=req.read_only, protocol_version=req.protocol_version)
+
+        def before() -> None:
+            if c.state == HANDSHAKE:
+                c.state = AWAIT_CONNECT_RESPONSE
+
+        return before, None
+
+    def _parse_connect_resp(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]):
+        info.kind = "connect_resp"
+        resp = ConnectResponse.decode(body)
+        info.session_id = resp.session_id
+        ev.update(session_id=resp.session_id, timeout_ms=resp.timeout, expired=resp.expired,
+                  read_only=resp.read_only)
+        if resp.expired:
+            c.state = CLOSING
+        else:
+            c.session_id = resp.session_id
+            c.negotiated_timeout_ms = resp.timeout
+            c.state = ESTABLISHED
+
+        def after(seq: int, forwarded: bool) -> None:
+            if resp.expired:
+                self.emit("session_rejected", conn=c.ordinal, upstream=c.upstream,
+                          requested_session_id=c.requested_session_id, frame_seq=seq,
+                          forwarded_to_client=forwarded)
+                return
+            s = self.sessions.setdefault(resp.session_id, {
+                "session_id": resp.session_id, "first_conn": c.ordinal, "conns": [],
+                "negotiated_timeout_ms": resp.timeout, "first_seen_wall": time.time(),
+            })
+            s["conns"].append(c.ordinal)
+            s["last_conn"] = c.ordinal
+            s["negotiated_timeout_ms"] = resp.timeout
+            self.emit("session_established", conn=c.ordinal, upstream=c.upstream, session_id=resp.session_id,
+                      negotiated_timeout_ms=resp.timeout, requested_session_id=c.requested_session_id,
+                      new=c.requested_session_id in (0, None), frame_seq=seq,
+                      forwarded_to_client=forwarded)
+            s["forwarded_to_client"] = forwarded
+
+        return after
+
+    def _parse_request(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]) -> Pending | None:
+        p = parse_request(body)
+        info.kind = request_kind(p.op)
+        info.xid, info.op = p.xid, p.op
+        info.paths = p.paths
+        info.ephemeral = p.ephemeral
+        ev.update(xid=p.xid, op=p.op, op_name=op_name(p.op))
+        subs = p.sub_ops
+        if subs is not None:
+            ev["sub_ops"] = [s.as_dict() for s in subs]
+        elif info.paths:
+            ev["path"] = info.paths[0] if len(info.paths) == 1 else info.paths
+        if p.ephemeral:
+            ev["ephemeral"] = True
+        flags = getattr(p.body, "flags", None)
+        if subs is None and flags is not None:
+            ev["flags"] = flags
+        if p.error:
+            ev["parse_error"] = p.error
+        if p.xid >= 0 or p.xid == XID_SET_WATCHES:  # these get replies in request order
+            return Pending(p.xid, p.op, info.paths, p.ephemeral, 0, 0.0)
+        return None
+
+    def _parse_reply(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]) -> None:
+        # header first: the xid decides the parse
+        xid = int.from_bytes(body[:4], "big", signed=True) if len(body) >= 4 else None
+        op: int | None = None
+        pend: Pending | None = None
+        if xid == XID_PING:
+            op = OpCode.PING
+        elif xid == XID_AUTH:
+            op = OpCode.AUTH
+        elif xid is not None and xid != XID_NOTIFICATION:
+            if c.pending:
+                pend = c.pending.popleft()
+                op = pend.op
+                if pend.xid != xid:
+                    self.emit("xid_mismatch", conn=c.ordinal, upstream=c.upstream, expected=pend.xid, got=xid,
+                              req_seq=pend.req_seq)
+            else:
+                self.emit("unmatched_reply", conn=c.ordinal, upstream=c.upstream, xid=xid)
+        rep = parse_reply(body, op)
+        info.xid = rep.xid
+        info.kind = reply_kind(rep.xid, op)
+        ev.update(xid=rep.xid, zxid=rep.header.zxid, err=rep.err)
+        if rep.xid == XID_NOTIFICATION:
+            info.op = OpCode.NOTIFICATION
+            ev.update(op=0, op_name="notification")
+            if isinstance(rep.body, WatcherEvent):
+                info.paths = [rep.body.path] if rep.body.path else []
+                ev.update(path=rep.body.path, event_type=rep.body.type, event_name=rep.body.type_name,
+                          state=rep.body.state)
+            return
+        info.op = op
+        ev.update(op=op, op_name=op_name(op))
+        if pend is not None:
+            info.paths = pend.paths
+            info.ephemeral = pend.ephemeral
+            ev["req_seq"] = pend.req_seq
+            ev["latency_ms"] = round((time.monotonic() - pend.t_sent) * 1000.0, 3)
+            if pend.paths:
+                ev["path"] = pend.paths[0] if len(pend.paths) == 1 else pend.paths
+        if isinstance(rep.body, MultiResponse):
+            ev["multi_errs"] = rep.body.errors
+            ev["multi_failed"] = rep.body.failed
+            ev["created_paths"] = rep.body.created_paths
+        elif isinstance(rep.body, (PathResponse, Create2Response)) and op in (1, 15, 19, 21):
+            ev["created_paths"] = [rep.body.path]
+        if rep.error:
+            ev["parse_error"] = rep.error
+
+    # --- writer -------------------------------------------------------------------------------
+
+    async def _writer(self, c: Conn, d: str) -> None:
+        q = c.queues[d]
+        loop = asyncio.get_running_loop()
+        while True:
+            item = await q.get()
+            if item.kind == "stop":
+                return
+            if item.kind == "eof":
+                if not c.blackhole[d]:  # a partition hides the FIN as well
+                    dst = c.up_w if d == "c2s" else c.client_w
+                    if dst is not None:
+                        dst.close()
+                return
+            wait = item.release_at - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if item.kind == "close":
+                self._proxy_close(c, None, item.rst, item.seq)
+                return
+            if c.discard_held[d] and item.delayed:
+                self.emit("frame_discarded", conn=c.ordinal, upstream=c.upstream, dir=d, frame_seq=item.seq,
+                          reason="client_closed")
+                continue
+            if c.dead[d]:
+                continue
+            dst = c.up_w if d == "c2s" else c.client_w
+            assert dst is not None
+            if item.before_write is not None:
+                item.before_write()
+            try:
+                dst.write(item.data)
+                await dst.drain()
+            except (ConnectionError, OSError, RuntimeError):
+                c.dead[d] = True
+                continue
+            if item.delayed:
+                self.emit("frame_released", conn=c.ordinal, upstream=c.upstream, dir=d, frame_seq=item.seq)

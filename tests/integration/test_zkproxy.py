@@ -1,0 +1,250 @@
+"""The wire proxy as a process between kazoo / the raw pipelining client and a real ZooKeeper.
+
+Each fault is observed twice: on the server (``cons``/``dump``) and in the proxy's events.
+Timings are bounded, never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss, NodeExistsError
+from kazoo.protocol.states import KazooState
+
+from harness import zkwire
+from harness.zookeeper import parse_dump_sessions
+from nemesis.zkproxy import ProxyProcess
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+T = TypeVar("T")
+
+
+def wait_for(fn: Callable[[], T], timeout: float, what: str, interval: float = 0.05) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        if line.endswith("}"):
+            d = json.loads(line)
+            out.append({"f": d["f"], "seq": d["seq"], **d["value"]})
+    return out
+
+
+def tracked_sessions(zk_server) -> set[int]:
+    """Every session the server's SessionTracker knows (``dump``)."""
+    dump = zk_server.four_letter("dump")
+    section = dump.split("ephemeral nodes dump:")[0]
+    return {int(m, 16) for m in re.findall(r"^\s+(0x[0-9a-f]+)\s*$", section, re.M)}
+
+
+def cons_sessions(zk_server) -> set[int]:
+    return {int(m, 16) for m in re.findall(r"sid=(0x[0-9a-f]+)", zk_server.four_letter("cons"))}
+
+
+def owner_of(zk_server, path: str) -> int | None:
+    for sid, paths in parse_dump_sessions(zk_server.four_letter("dump")).items():
+        if path in paths:
+            return sid
+    return None
+
+
+class Proxy:
+    def __init__(self, pp: ProxyProcess) -> None:
+        self.pp = pp
+        self.api = pp.client
+        self.hosts = pp.connect_string
+        self.events_path = pp.events
+
+    def events(self, f: str | None = None, **kw: Any) -> list[dict[str, Any]]:
+        return [e for e in events(self.events_path)
+                if (f is None or e["f"] == f) and all(e.get(k) == v for k, v in kw.items())]
+
+    def wait_event(self, f: str, timeout: float = 15.0, **kw: Any) -> dict[str, Any]:
+        return wait_for(lambda: (self.events(f, **kw) or [None])[0], timeout, f"proxy event {f} {kw}")
+
+
+@pytest.fixture
+def proxy(zk_server, tmp_path: Path) -> Iterator[Proxy]:
+    with ProxyProcess([zk_server.connect_string], tmp_path / "zkproxy.jsonl", tmp_path, seed=7) as pp:
+        yield Proxy(pp)
+
+
+@pytest.fixture
+def kazoo_clients() -> Iterator[list[KazooClient]]:
+    clients: list[KazooClient] = []
+    yield clients
+    for c in clients:
+        try:
+            c.stop()
+            c.close()
+        except Exception:  # noqa: BLE001 - best-effort teardown
+            pass
+
+
+def kazoo(clients: list[KazooClient], hosts: str, timeout: float, start: bool = True) -> KazooClient:
+    c = KazooClient(hosts=hosts, timeout=timeout, connection_retry={"max_tries": -1, "max_delay": 0.5})
+    clients.append(c)
+    if start:
+        c.start(timeout=20)
+    return c
+
+
+# (a) ------------------------------------------------------------------------------------------
+
+
+def test_dropped_connect_response_leaves_a_session_the_client_never_learned(proxy, zk_server, kazoo_clients):
+    proxy.api.add_rule({"id": "hide-resp", "match": {"dir": "s2c", "kind": "connect_resp"},
+                        "action": {"type": "drop_then_blackhole", "mode": "s2c"}, "budget": {"times": 1}})
+    zk = kazoo(kazoo_clients, proxy.hosts, timeout=3.0, start=False)
+    zk.start_async()
+    hidden = proxy.wait_event("session_established", forwarded_to_client=False)
+    sid = hidden["session_id"]
+    # the server has the session and a live connection for it; the client has nothing yet
+    assert sid in tracked_sessions(zk_server)
+    assert sid in cons_sessions(zk_server)
+    assert zk.client_id is None or zk.client_id[0] != sid
+    # kazoo times out on the connect, asks for a *new* session and gets a different one
+    wait_for(lambda: zk.connected, 20, "kazoo to connect on its retry")
+    assert zk.client_id[0] != sid
+    est = proxy.events("session_established")
+    assert [e["forwarded_to_client"] for e in est] == [False, True] and est[1]["session_id"] == zk.client_id[0]
+    resp = proxy.events("frame", kind="connect_resp")[0]
+    assert resp["action"] == "drop_then_blackhole" and resp["rule_id"] == "hide-resp"
+    assert proxy.events("conn_close", conn=1)[0]["closed_first"] == "client"
+    # nobody ever pings for the orphan, so the server expires it about T after the ConnectRequest
+    wait_for(lambda: sid not in tracked_sessions(zk_server), 15, "the orphan session to expire")
+    assert zk.client_id[0] in tracked_sessions(zk_server)
+
+
+# (b) ------------------------------------------------------------------------------------------
+
+
+def test_connect_request_delayed_past_connect_timeout_makes_client_reconnect(proxy, zk_server, kazoo_clients):
+    proxy.api.add_rule({"id": "slow-connect", "match": {"dir": "c2s", "kind": "connect_req"},
+                        "action": {"type": "delay", "delay_ms": 4000}, "budget": {"times": 1}})
+    zk = kazoo(kazoo_clients, proxy.hosts, timeout=2.0)  # connect timeout 2 s per host
+    sid = zk.client_id[0]
+    assert sid in cons_sessions(zk_server)
+    delayed = proxy.events("frame", kind="connect_req", conn=1)[0]
+    assert delayed["action"] == "delay" and delayed["delay_ms"] == 4000
+    conn1 = [c for c in proxy.api.connections() if c["conn"] == 1]  # open: it still holds the frame
+    assert conn1 and conn1[0]["closed_first"] == "client"  # kazoo gave up on conn 1
+    est = proxy.events("session_established", session_id=sid)[0]
+    assert est["conn"] >= 2
+    # the held ConnectRequest is still delivered (held_on_close=deliver): a second, orphan session
+    late = proxy.wait_event("session_established", conn=1)
+    assert late["session_id"] != sid
+    assert proxy.events("frame_released", frame_seq=delayed["seq"])
+    assert proxy.wait_event("conn_close", conn=1)["closed_first"] == "client"
+
+
+# (c) ------------------------------------------------------------------------------------------
+
+
+def test_dropped_multi_reply_gives_connection_loss_but_the_znode_exists(proxy, zk_server, kazoo_clients):
+    path = "/zkproxy-c/brokers/ids/1"
+    direct = kazoo(kazoo_clients, zk_server.connect_string, timeout=4.0)
+    direct.ensure_path("/zkproxy-c/brokers/ids")
+    proxy.api.add_rule({"id": "lose-multi-reply",
+                        "match": {"dir": "s2c", "kind": "reply", "op": "multi", "path_prefix": "/zkproxy-c/"},
+                        "action": {"type": "drop_then_blackhole", "mode": "s2c"}, "budget": {"times": 1}})
+    zk = kazoo(kazoo_clients, proxy.hosts, timeout=3.0)
+    sid = zk.client_id[0]
+    tx = zk.transaction()
+    tx.create(path, b"", ephemeral=True)
+    tx.set_data(path, b"broker-1", 0)
+    with pytest.raises(ConnectionLoss):
+        tx.commit_async().get(timeout=20)
+    stat = direct.exists(path)
+    assert stat is not None and stat.ephemeralOwner == sid  # the server committed it
+    assert owner_of(zk_server, path) == sid
+    lost = proxy.events("frame", dir="s2c", op=14, action="drop_then_blackhole")[0]
+    assert lost["multi_errs"] == [0, 0] and lost["created_paths"] == [path] and lost["zxid"] == stat.czxid
+    req = proxy.events("frame", seq=lost["req_seq"])[0]
+    assert req["ephemeral"] is True and [s["path"] for s in req["sub_ops"]] == [path, path]
+    # kazoo reconnects with the same session, so the node is its own (Kafka's O == C case)
+    wait_for(lambda: zk.state == KazooState.CONNECTED, 20, "kazoo to reconnect")
+    assert zk.client_id[0] == sid and direct.exists(path).ephemeralOwner == sid
+    zk.delete(path)
+
+
+# (d) ------------------------------------------------------------------------------------------
+
+
+def test_client_to_server_blackhole_past_session_timeout_expires_the_session(proxy, zk_server, kazoo_clients):
+    proxy.api.add_rule({"id": "partition", "match": {"dir": "c2s"},
+                        "action": {"type": "drop_then_blackhole", "mode": "both"}, "budget": {"arm": "cut"}})
+    zk = kazoo(kazoo_clients, proxy.hosts, timeout=2.0)
+    sid = zk.client_id[0]
+    states: list[str] = []
+    zk.add_listener(lambda s: states.append(s))
+    assert sid in tracked_sessions(zk_server)
+    proxy.api.arm("cut")
+    wait_for(lambda: sid not in tracked_sessions(zk_server), 20, "the server to expire the session")
+    bh = proxy.events("blackhole")[0]
+    assert bh["dirs"] == ["c2s", "s2c"] and bh["rule_id"] == "partition" and bh["session_id"] == sid
+    proxy.api.disarm("cut")
+    # healed: kazoo's reconnect with the old id is refused (timeOut 0) and it starts a fresh session
+    rej = proxy.wait_event("session_rejected", timeout=20, requested_session_id=sid)
+    assert rej["forwarded_to_client"] is True
+    wait_for(lambda: zk.connected and zk.client_id[0] != sid, 20, "a fresh session")
+    assert KazooState.LOST in states
+    assert proxy.events("frame", kind="connect_resp", expired=True)
+
+
+# (e) ------------------------------------------------------------------------------------------
+
+
+def test_kafka_14845_orphaned_ephemeral(proxy, zk_server, kazoo_clients):
+    path = "/zkproxy-e/brokers/ids/18"
+    direct = kazoo(kazoo_clients, zk_server.connect_string, timeout=4.0)
+    direct.ensure_path("/zkproxy-e/brokers/ids")
+    proxy.api.add_rule({"id": "kafka-14845", "match": {"dir": "s2c", "kind": "connect_resp"},
+                        "action": {"type": "drop_then_blackhole", "mode": "s2c"}, "budget": {"times": 1}})
+    # The Netty client's behaviour: ConnectRequest + multi on one socket, no wait in between.
+    res = zkwire.pipelined_register(proxy.pp.addresses[0], path, b'{"broker":18}', 2000,
+                                    session_timeout_ms=4000)
+    assert res.timed_out and res.session_id is None  # "session timed out ... for sessionid 0x0"
+    orphan = proxy.events("session_established")[0]
+    s1, t_ms = orphan["session_id"], orphan["negotiated_timeout_ms"]
+    assert orphan["forwarded_to_client"] is False
+    hidden = proxy.events("frame", dir="s2c", kind="reply", op=14)[0]
+    assert hidden["action"] == "blackholed" and hidden["created_paths"] == [path]
+    # on the server: the znode exists, owned by a session the client never learned
+    stat = direct.exists(path)
+    assert stat is not None and stat.ephemeralOwner == s1 and owner_of(zk_server, path) == s1
+    assert direct.get(path)[0] == b'{"broker":18}'
+    # the retry with a new session (kazoo, as the broker would) fails with NodeExists, owner S1
+    zk = kazoo(kazoo_clients, proxy.hosts, timeout=4.0)
+    s2 = zk.client_id[0]
+    tx = zk.transaction()
+    tx.create(path, b"", ephemeral=True)
+    tx.set_data(path, b'{"broker":18}', 0)
+    results = tx.commit()
+    assert isinstance(results[0], NodeExistsError)
+    assert zk.exists(path).ephemeralOwner == s1 != s2
+    # ... and so does the raw pipelining client itself on a fresh session
+    again = zkwire.pipelined_register(zk_server.connect_string, path, b"x", 5000, session_timeout_ms=4000)
+    assert again.err == zkwire.Err.NODE_EXISTS and again.session_id not in (None, s1)
+    # S1 expires about T after its last packet; then the node is gone
+    wait_for(lambda: direct.exists(path) is None, t_ms / 1000.0 + 10, "the orphan ephemeral to vanish")
+    assert s1 not in tracked_sessions(zk_server)
