@@ -41,7 +41,6 @@ from harness.agent.controller_logic import (
     initial_state,
     max_broker_epoch,
 )
-from harness.agent.net import request
 from harness.agent.znodes import PartitionState
 
 if TYPE_CHECKING:
