@@ -68,23 +68,21 @@ def _ddl_struct(ddl: str) -> str:
 
 
 def load(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
-    """One DataFrame for many histories; column ``hist`` names the file each event came from."""
+    """One scan for many histories; column ``hist`` is the path as given (mapped from the file URI)."""
     from pyspark.sql import functions as F
 
-    frames = []
-    for p in paths:
-        raw = (
-            spark.read.schema(ENVELOPE_DDL)
-            .option("mode", "PERMISSIVE")
-            .option("columnNameOfCorruptRecord", "_corrupt_record")
-            .json(str(p))
-            .withColumn("hist", F.lit(str(p)))
-        )
-        frames.append(raw)
-    df = frames[0]
-    for other in frames[1:]:
-        df = df.unionByName(other)
-    return df
+    absolute = {str(Path(p).resolve()): str(p) for p in paths}
+    if len(absolute) != len(paths):
+        raise UsageError(f"{paths[0]}: the same history is given twice")
+    raw = (
+        spark.read.schema(ENVELOPE_DDL)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", "_corrupt_record")
+        .json([str(Path(p).resolve()) for p in paths])
+    )
+    file_col = F.expr("url_decode(regexp_replace(input_file_name(), '^file:(//)?', ''))")
+    mapping = F.create_map(*[x for kv in absolute.items() for x in (F.lit(kv[0]), F.lit(kv[1]))])
+    return raw.withColumn("hist", F.coalesce(F.element_at(mapping, file_col), file_col))
 
 
 def parse(df: DataFrame) -> DataFrame:

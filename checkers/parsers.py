@@ -40,16 +40,16 @@ def detect_format(path: str | Path) -> str:
             if s and not s.startswith(";"):
                 first = s
                 break
+    if not first:
+        raise ParseError(f"{p}:1: empty file; cannot detect its format (pass --format)")
     if p.suffix == ".jsonl" or first.startswith('{"'):
         return "jsonl"
     if "jepsen.util" in first or re.match(r"^\d+\s+:(invoke|ok|fail|info)\b", first):
         return "porcupine-etcd"
     if first.startswith("{") and ":key" in first and ":process" in first and p.suffix != ".edn":
         return "porcupine-kv"
-    if p.suffix == ".edn" or first[:1] in "[({#":
+    if p.suffix == ".edn" or first[0] in "[({#":
         return "knossos"
-    if not first:
-        raise ParseError(f"{p}:1: empty file; cannot detect its format (pass --format)")
     raise ParseError(f"{p}:1: cannot detect the history format (pass --format {'|'.join(FORMATS)})")
 
 

@@ -129,7 +129,8 @@ def check_liveness(broker: int, agent_events: list[dict], observed: list[dict], 
             registered, last_change = None, ev
         elif ev["f"] in ("register", "register_skipped"):
             last_change = ev
-    after = [e for e in agent_events if e["t_wall"] > deadline and
+    # Shutdown at collection time (after run_end) is not a loss of registration.
+    after = [e for e in agent_events if deadline < e["t_wall"] <= run_end["t_wall"] and
              (e["f"] == "deregistered" or (e["f"] == "session" and e["state"] in ("lost", "expired")))]
     cite = [t0_event["id"]] + ([last_change["id"]] if last_change else [])
     window = f"T + margin = {p.session_timeout_ms} + {p.margin_ms} ms"

@@ -93,8 +93,9 @@ def execute(opts: RunOptions, console: Console | None = None) -> RunOutcome:
     store = Path(opts.store)
     run_dir = new_run_dir(store, opts.test)
     run_id = f"{opts.test}-{run_dir.name}"
+    scratch = Path(tempfile.mkdtemp(prefix="zkfence-run-"))
     write_json(run_dir / "run.json", {
-        "run_id": run_id, "test": opts.test, "seed": seed, "options": {**asdict(opts), "schedule": None},
+        "run_id": run_id, "test": opts.test, "seed": seed, "scratch": str(scratch), "options": {**asdict(opts), "schedule": None},
         "schedule": {"name": schedule.name, "steps": [
             {"at": s.at, "f": s.op.f, "phase": s.op.phase, "targets": s.op.targets, "params": s.op.params}
             for s in schedule.sorted_steps()]},
@@ -104,7 +105,6 @@ def execute(opts: RunOptions, console: Console | None = None) -> RunOutcome:
     from checkers.spark import start_spark_in_background
 
     spark_future = start_spark_in_background(opts.spark_master)
-    scratch = Path(tempfile.mkdtemp(prefix="zkfence-run-"))
     events_dir = run_dir / "events"
     restore_sigterm = _sigterm_as_interrupt()
     console.print(f"[bold]run[/] {run_id}  seed={seed}  inventory={inv.path}")

@@ -58,9 +58,12 @@ class ToxiproxyServer:
             raise RuntimeError(f"Toxiproxy server not found at {self.binary}: run `make install`")
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port(self.host)
+        # An empty proxy config under the run's scratch dir: it also marks the process as this run's.
+        config = self.workdir / "proxies.json"
+        config.write_text("[]")
         with open(self.logfile, "ab") as log:
             self.process = subprocess.Popen(
-                [str(self.binary), "-host", self.host, "-port", str(self.port)],
+                [str(self.binary), "-host", self.host, "-port", str(self.port), "-config", str(config)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )
         deadline = time.monotonic() + timeout

@@ -48,6 +48,18 @@ class NemesisRunner:
             for f in n.fs:
                 self.by_f[f] = n
         self.active: list[FaultOp] = []
+        self._pools: Any = None  # nemesis.targets.Pools over the cluster, made on first use
+
+    def resolve(self, op: FaultOp) -> FaultOp:
+        """Ops that carry a target spec (``params['spec']``) and no targets get their targets now."""
+        if op.targets or "spec" not in op.params:
+            return op
+        from nemesis.targets import cluster_pools, resolve_op
+
+        if self._pools is None:
+            self._pools = cluster_pools(self.cluster)
+        roles = {f: r for n in self.nemeses for f, r in getattr(n, "default_roles", {}).items()}
+        return resolve_op(op, self._pools, roles)
 
     def setup(self) -> None:
         for n in self.nemeses:
@@ -55,6 +67,13 @@ class NemesisRunner:
         self.heal("setup")
 
     def invoke(self, op: FaultOp) -> bool:
+        if op.phase == "start":
+            try:
+                op = self.resolve(op)
+            except TargetError as e:  # e.g. no controller right now: recorded, the run goes on
+                self.events.emit(op.f, type="info", process="nemesis", stage="error", phase=op.phase,
+                                 targets=[], error=str(e), **op.params)
+                return False
         known = {node.name for node in self.cluster.inv.nodes}
         outside = [t for t in op.targets if t not in known]
         if outside:
@@ -71,9 +90,11 @@ class NemesisRunner:
             return False
         self.events.emit(op.f, type="info", process="nemesis", stage="complete", **base, **(detail or {}))
         if op.phase == "start":
-            self.active.append(op)
+            if not (detail or {}).get("instant"):
+                self.active.append(op)
         else:
-            self.active = [a for a in self.active if not (a.f == op.f and a.targets == op.targets)]
+            self.active = [a for a in self.active
+                           if not (a.f == op.f and (a.targets == op.targets or not op.targets))]
         return True
 
     def heal(self, reason: str) -> None:

@@ -648,6 +648,22 @@ class ZkProxy:
         if rep.error:
             ev["parse_error"] = rep.error
 
+    @staticmethod
+    def _pass_fin(c: Conn, d: str) -> None:
+        """Client FIN -> half-close upstream (the server may still answer frames we just delivered,
+        e.g. a held ConnectRequest: it reads the EOF only after the session is set up); server FIN ->
+        close the client side."""
+        if d == "c2s" and c.up_w is not None:
+            try:
+                if c.up_w.can_write_eof():
+                    c.up_w.write_eof()
+                    return
+            except (OSError, RuntimeError):
+                pass
+            c.up_w.close()
+        elif d == "s2c" and c.client_w is not None:
+            c.client_w.close()
+
     # --- writer -------------------------------------------------------------------------------
 
     async def _writer(self, c: Conn, d: str) -> None:
@@ -659,9 +675,7 @@ class ZkProxy:
                 return
             if item.kind == "eof":
                 if not c.blackhole[d]:  # a partition hides the FIN as well
-                    dst = c.up_w if d == "c2s" else c.client_w
-                    if dst is not None:
-                        dst.close()
+                    self._pass_fin(c, d)
                 return
             wait = item.release_at - loop.time()
             if wait > 0:

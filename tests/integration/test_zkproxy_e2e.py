@@ -146,14 +146,14 @@ def test_connect_request_delayed_past_connect_timeout_makes_client_reconnect(pro
     assert sid in cons_sessions(zk_server)
     delayed = proxy.events("frame", kind="connect_req", conn=1)[0]
     assert delayed["action"] == "delay" and delayed["delay_ms"] == 4000
-    conn1 = [c for c in proxy.api.connections() if c["conn"] == 1]  # open: it still holds the frame
-    assert conn1 and conn1[0]["closed_first"] == "client"  # kazoo gave up on conn 1
+    # kazoo gave up on conn 1; the proxy keeps it half-open while it holds the frame
+    wait_for(lambda: [c for c in proxy.api.connections() if c["conn"] == 1 and c["closed_first"] == "client"],
+             10, "conn 1 closed by the client")
     est = proxy.events("session_established", session_id=sid)[0]
     assert est["conn"] >= 2
-    # the held ConnectRequest is still delivered (held_on_close=deliver): a second, orphan session
-    late = proxy.wait_event("session_established", conn=1)
-    assert late["session_id"] != sid
-    assert proxy.events("frame_released", frame_seq=delayed["seq"])
+    # the held ConnectRequest is still delivered after the client left (held_on_close=deliver), then
+    # the client's FIN; whether the server answers before reading the FIN is a race, as on a real network
+    proxy.wait_event("frame_released", frame_seq=delayed["seq"])
     assert proxy.wait_event("conn_close", conn=1)["closed_first"] == "client"
 
 

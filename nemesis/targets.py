@@ -1,0 +1,188 @@
+"""Target specs → node names (Jepsen's ``:one :minority :majority :all :primaries`` …), pure.
+
+A spec is one of:
+
+* a node name (``"b2"``) or a list of node names (``["b1", "zk3"]``);
+* ``all``, ``one``, ``minority``, ``majority``, each optionally suffixed ``-zk`` or ``-broker``
+  to pick from one role (``minority-zk``); unsuffixed specs pick from the fault's default pool;
+* ``zk-leader`` (alias ``leader``), ``zk-followers``, ``controller`` (the broker named in
+  ``/controller``): looked up on the live cluster when the op runs.
+
+For ``partition`` ops the spec also picks the grudge (see ``resolve_partition``): ``halves``,
+``bridge`` and ``majorities-ring`` name whole-cluster grudges; any node spec isolates those
+nodes from the rest.
+
+Random choices use an ``random.Random`` the caller seeds, so the same schedule resolves the same
+way on the same inventory. Everything resolved is drawn from the inventory's pools, so a spec can
+never name a node outside it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nemesis.base import FaultOp, TargetError
+
+if TYPE_CHECKING:
+    from harness.cluster import Cluster
+
+Spec = str | list[str]
+
+COUNTS = ("all", "one", "minority", "majority")
+ROLES = {"zk": "zk", "broker": "broker", "brokers": "broker"}
+DYNAMIC = ("zk-leader", "leader", "zk-followers", "controller")
+WHOLE_GRUDGES = ("halves", "bridge", "majorities-ring")
+
+
+@dataclass
+class Pools:
+    """What a spec can pick from. ``leader``/``controller`` are called only when a spec needs them."""
+
+    zookeepers: list[str]
+    brokers: list[str]
+    leader: Callable[[], str | None] = field(default=lambda: None)
+    controller: Callable[[], str | None] = field(default=lambda: None)
+
+    @property
+    def all(self) -> list[str]:
+        return self.zookeepers + self.brokers
+
+    def pool(self, role: str) -> list[str]:
+        return {"zk": self.zookeepers, "broker": self.brokers, "any": self.all}[role]
+
+
+def spec_error(spec: Any) -> str | None:
+    """Why ``spec`` is not a valid spec (syntax only; node names checked against pools later)."""
+    if isinstance(spec, list):
+        if not spec or not all(isinstance(s, str) and s for s in spec):
+            return "a target list must be a non-empty list of node names"
+        return None
+    if not isinstance(spec, str) or not spec:
+        return f"targets must be a spec string or a list of node names, got {spec!r}"
+    if spec in DYNAMIC or spec in WHOLE_GRUDGES or _count_role(spec) is not None:
+        return None
+    if spec.partition("-")[0] in COUNTS:
+        return f"unknown target spec {spec!r} (role suffix must be -zk or -broker)"
+    if spec.replace("-", "").replace("_", "").isalnum():
+        return None  # a node name; checked against the inventory when it runs
+    return f"unknown target spec {spec!r}"
+
+
+def _count_role(spec: str) -> tuple[str, str] | None:
+    head, _, tail = spec.partition("-")
+    if head not in COUNTS:
+        return None
+    if not tail:
+        return head, ""
+    role = ROLES.get(tail)
+    return (head, role) if role else None
+
+
+def count_for(count: str, n: int) -> int:
+    if n == 0:
+        return 0
+    return {"all": n, "one": 1, "minority": max(1, (n - 1) // 2), "majority": n // 2 + 1}[count]
+
+
+def resolve(spec: Spec, pools: Pools, rng: random.Random, default_role: str = "any") -> list[str]:
+    """The node names ``spec`` means; raises TargetError when it names nothing or something unknown."""
+    err = spec_error(spec)
+    if err:
+        raise TargetError(err)
+    known = set(pools.all)
+    if isinstance(spec, list):
+        outside = [s for s in spec if s not in known]
+        if outside:
+            raise TargetError(f"targets {outside} are not in the inventory")
+        return list(dict.fromkeys(spec))
+    cr = _count_role(spec)
+    if cr is not None:
+        count, role = cr
+        pool = pools.pool(role or default_role)
+        if not pool:
+            raise TargetError(f"{spec}: no {role or default_role} nodes in the inventory")
+        k = count_for(count, len(pool))
+        return list(pool) if count == "all" else sorted(rng.sample(list(pool), k))
+    if spec in ("zk-leader", "leader", "zk-followers"):
+        leader = pools.leader()
+        if leader is None:
+            raise TargetError(f"{spec}: no ZooKeeper leader right now")
+        return [leader] if spec != "zk-followers" else [z for z in pools.zookeepers if z != leader]
+    if spec == "controller":
+        ctl = pools.controller()
+        if ctl is None:
+            raise TargetError("controller: no broker holds /controller right now")
+        return [ctl]
+    if spec in WHOLE_GRUDGES:
+        raise TargetError(f"{spec} is a partition spec: only for fault 'partition'")
+    if spec not in known:
+        raise TargetError(f"target {spec!r} is not in the inventory")
+    return [spec]
+
+
+def resolve_partition(spec: Spec, pools: Pools, rng: random.Random) -> tuple[str, list[str]]:
+    """A partition spec → (grudge kind, targets). Whole-cluster grudges shuffle every node (the
+    node order is the ring/bridge order); any node spec isolates those nodes from the rest."""
+    if isinstance(spec, str) and spec in WHOLE_GRUDGES:
+        nodes = list(pools.all)
+        rng.shuffle(nodes)
+        if spec == "halves":
+            return "halves", sorted(nodes[: len(nodes) // 2])
+        return spec, nodes
+    return "isolate", resolve(spec, pools, rng)
+
+
+def step_rng(op: FaultOp) -> random.Random:
+    """Deterministic per op: seeded from the op's ``seed`` param (default 0), fault and spec."""
+    key = json.dumps([op.f, op.params.get("spec"), op.params.get("seed", 0)], sort_keys=True)
+    return random.Random(zlib.crc32(key.encode()))
+
+
+def resolve_op(op: FaultOp, pools: Pools, default_roles: dict[str, str] | None = None) -> FaultOp:
+    """Fill ``op.targets`` from ``op.params['spec']`` (ops with explicit targets pass through)."""
+    spec = op.params.get("spec")
+    if op.targets or spec is None:
+        return op
+    rng = step_rng(op)
+    params = dict(op.params)
+    if op.f == "partition":
+        kind, targets = resolve_partition(spec, pools, rng)
+        params.setdefault("grudge", kind)
+    else:
+        targets = resolve(spec, pools, rng, (default_roles or {}).get(op.f, "any"))
+    return FaultOp(op.f, op.phase, targets, params)
+
+
+def cluster_pools(cluster: Cluster, zk_timeout: float = 5.0) -> Pools:
+    """Pools over a live cluster: leader from ``srvr``, controller from ``/controller`` read with
+    the harness's own (never faulted) ZooKeeper client."""
+    inv = cluster.inv
+    zk_client: list[Any] = []
+
+    def leader() -> str | None:
+        node = cluster.ensemble.leader() if cluster.ensemble is not None else None
+        return node.member.name if node is not None else None
+
+    def controller() -> str | None:
+        if not zk_client:
+            zk_client.append(cluster.zk())
+        try:
+            data, _ = zk_client[0].get_async("/controller").get(timeout=zk_timeout)
+        except Exception:  # noqa: BLE001 - no node, no quorum: nobody is controller
+            return None
+        try:
+            bid = int(json.loads(data)["brokerid"])
+            return inv.broker(bid).name
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    return Pools([n.name for n in inv.zookeepers], [n.name for n in inv.brokers], leader, controller)
+
+
+def node_names(nodes: Sequence[Any]) -> list[str]:
+    return [n.name for n in nodes]

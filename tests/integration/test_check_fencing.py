@@ -1,0 +1,156 @@
+"""Invariants 1-11: for each, a hand-built history that breaks it and one that does not.
+
+All histories are checked together (one load, one Spark job) and each test reads its verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from checkers import fencing
+from checkers.testing import EventLog
+
+pytestmark = pytest.mark.integration
+S1, S2 = 0x100, 0x101
+E1, E2 = 0x200000005, 0x20000000A
+
+
+def registered(log: EventLog, b: int = 1, epoch: int = E1, sess: int = S1, owner: int | None = None) -> None:
+    a = f"agent:{b}"
+    log.emit(a, "agent_start", process=b, broker_id=b, pid=10 + b, toggles={}, session_timeout_ms=6000)
+    log.emit(a, "session", process=b, state="connected", session_id=sess)
+    log.emit(a, "register", "invoke", b, broker_id=b, attempt=1, mode="3x", session_id=sess)
+    log.emit(a, "register", "ok", b, broker_id=b, epoch=epoch, czxid=epoch, session_id=sess,
+             recorded_session=None, owner=sess if owner is None else owner, path_existed=False)
+
+
+def c1(log: EventLog, bad: bool) -> None:
+    registered(log)
+    a = "agent:1"
+    log.emit(a, "session", process=1, state="expired", session_id=S1)
+    log.emit(a, "session", process=1, state="connected", session_id=S2)
+    log.emit(a, "register", "invoke", 1, broker_id=1, session_id=S2)
+    ep = E1 - 1 if bad else E2
+    log.emit(a, "register", "ok", 1, broker_id=1, epoch=ep, czxid=ep, session_id=S2, owner=S2)
+
+
+def c2(log: EventLog, bad: bool) -> None:
+    registered(log, owner=S2 if bad else S1)
+
+
+def c3(log: EventLog, bad: bool) -> None:
+    registered(log)
+    log.emit("observer", "broker_znode", broker_id=1, exists=not bad, czxid=E1, owner=S1, mzxid=E1, final=True)
+
+
+def c4(log: EventLog, bad: bool) -> None:
+    registered(log)
+    recv = dict(kind="LeaderAndIsr", outcome="applied", error_code=0, own_epoch=E2)
+    log.emit("agent:1", "control_recv", process=1, request_id=1, controller_epoch=3, broker_epoch=E2, **recv)
+    log.emit("agent:1", "control_recv", process=1, request_id=2, controller_epoch=2 if bad else 3,
+             broker_epoch=E2, **recv)
+
+
+def c5(log: EventLog, bad: bool) -> None:
+    log.emit("agent:1", "controller_elected", process=1, broker_id=1, controller_epoch=1, epoch_zk_version=0)
+    log.emit("agent:2", "controller_elected", process=2, broker_id=2, controller_epoch=2, epoch_zk_version=1)
+    log.emit("agent:1", "control_send", process=1, request_id=7, kind="UpdateMetadata", target=2,
+             controller_epoch=2 if bad else 1, broker_epoch=E1, epoch_map={}, full=True, partitions=[])
+
+
+def c6(log: EventLog, bad: bool) -> None:
+    log.emit("agent:1", "controller_elected", process=1, broker_id=1, controller_epoch=4, epoch_zk_version=3)
+    log.emit("agent:1", "controller_zk_write", "ok", 1, controller_epoch=4, checked_version=2 if bad else 3,
+             op="set", path="/x", zxid=0x30000001, error=None)
+
+
+def c7(log: EventLog, bad: bool) -> None:
+    a = "agent:1"
+    log.emit(a, "broker_change", process=1, controller_epoch=1, live={"2": E2}, new=[], dead=[], bounced=[2])
+    log.emit(a, "control_send", process=1, request_id=1, kind="UpdateMetadata", target=2, controller_epoch=1,
+             broker_epoch=E2, epoch_map={"2": E2}, full=True, partitions=[])
+    if not bad:
+        log.emit(a, "control_send", process=1, request_id=2, kind="LeaderAndIsr", target=2, controller_epoch=1,
+                 broker_epoch=E2, epoch_map={"2": E2}, full=False, partitions=[["t", 0]])
+
+
+def c8(log: EventLog, bad: bool) -> None:
+    log.emit("agent:1", "controlled_shutdown_handled", process=1, request_id=5, broker_id=2, broker_epoch=E1,
+             cached_epoch=E2, outcome="rejected" if not bad else "handled", error_code=0,
+             leader_moves=[["t", 0, 3]] if bad else [], stop_replicas=[])
+
+
+def c9(log: EventLog, bad: bool) -> None:
+    log.emit("agent:2", "fetch", process=2, topic="t", partition=0, replica=3, replica_epoch=E1 if bad else E2,
+             fetch_offset=10, leader=2, leader_epoch=1, request_id="f1")
+    log.emit("agent:2", "alter_partition", process=2, request_id="a1", topic="t", partition=0, leader=2,
+             leader_epoch=1, partition_epoch=1, new_isr_with_epochs=[{"id": 2, "epoch": E1}, {"id": 3, "epoch": E2}],
+             based_on_fetch={"3": "f1"})
+    log.emit("agent:1", "alter_partition_handled", process=1, request_id="a1", topic="t", partition=0,
+             outcome="accepted", error_code=0, isr=[2, 3], leader_epoch=1, partition_epoch=2, live={"2": E1, "3": E2})
+
+
+def c10(log: EventLog, bad: bool) -> None:
+    ps = dict(topic="t", partition=0, controller_epoch=1)
+    log.emit("agent:1", "partition_state", process=1, leader=1, leader_epoch=2, isr=[1, 2], zk_version=2, zxid=10, **ps)
+    log.emit("agent:1", "partition_state", process=1, leader=3 if bad else 2, leader_epoch=3, isr=[2], zk_version=3,
+             zxid=11, **ps)
+
+
+def c10b(log: EventLog, bad: bool) -> None:
+    ps = dict(topic="t", partition=1, controller_epoch=1, leader=1, isr=[1])
+    log.emit("agent:1", "partition_state", process=1, leader_epoch=5, zk_version=5, zxid=20, **ps)
+    log.emit("agent:1", "partition_state", process=1, leader_epoch=4 if bad else 6, zk_version=6, zxid=21, **ps)
+
+
+def c11(log: EventLog, bad: bool) -> None:
+    log.emit("agent:1", "control_send", process=1, request_id=9, kind="LeaderAndIsr", target=2, controller_epoch=1,
+             broker_epoch=-1, max_broker_epoch=E2, epoch_map={"2": E1 if bad else E2}, full=False, partitions=[])
+    log.emit("agent:2", "control_recv", process=2, request_id=9, kind="LeaderAndIsr", controller_epoch=1,
+             broker_epoch=-1, max_broker_epoch=E2, own_epoch=E2, outcome="applied", error_code=0)
+
+
+CASES: dict[str, tuple[str, Callable[[EventLog, bool], None]]] = {
+    "1": ("registration_epochs", c1), "2": ("single_registrant", c2), "3": ("registration_liveness", c3),
+    "4": ("control_request_epochs", c4), "5": ("controller_epochs", c5), "6": ("controller_write_fencing", c6),
+    "7": ("bounce_handling", c7), "8": ("controlled_shutdown_epochs", c8), "9": ("isr_expansion", c9),
+    "10": ("partition_states", c10), "10b": ("partition_states", c10b), "11": ("max_broker_epoch", c11),
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts(spark, tmp_path_factory):  # noqa: ANN001, ANN201
+    from checkers import events_df, project
+
+    d: Path = tmp_path_factory.mktemp("fencing")
+    paths = {}
+    for case, (_, build) in CASES.items():
+        for bad in (False, True):
+            log = EventLog(run=f"{case}-{bad}")
+            build(log, bad)
+            paths[(case, bad)] = str(log.write(d / f"{case}-{'bad' if bad else 'good'}.jsonl"))
+    ev = events_df.load_events(spark, list(paths.values()))
+    res = project.fencing_results(ev, list(paths.values()))
+    return {k: res[p] for k, p in paths.items()}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("bad", [False, True], ids=["holds", "broken"])
+def test_invariant(verdicts, case: str, bad: bool) -> None:  # noqa: ANN001
+    name = CASES[case][0]
+    per = verdicts[(case, bad)]
+    if bad:
+        r = per[name]
+        assert r["valid"] is False, r
+        assert r["anomalies"][0]["event_ids"], r
+        assert all(i.count("/") == 1 for a in r["anomalies"] for i in a["event_ids"])
+    else:
+        broken = {k: v["anomalies"] for k, v in per.items() if v["valid"] is not True}
+        assert not broken
+
+
+def test_every_invariant_is_covered() -> None:
+    assert {name for name, _ in CASES.values()} == set(fencing.CHECKERS)

@@ -1,0 +1,87 @@
+"""Link and process faults against a real local cluster (one cluster for the module)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness.events import EventWriter
+from nemesis.base import FaultOp, NemesisRunner
+from nemesis.registry import default_nemeses
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def runner(cluster, tmp_path_factory):
+    cluster.start_agents()
+    cluster.wait_registered(timeout=60)
+    events = EventWriter(tmp_path_factory.mktemp("nemesis") / "nemesis.jsonl", "nemesis", "test")
+    r = NemesisRunner(cluster, events, default_nemeses())
+    r.setup()
+    yield r
+    r.teardown()
+    events.close()
+
+
+def _sessions(agent, after_seq: int) -> list:
+    return [e for e in agent.events() if e.f == "session" and e.seq > after_seq]
+
+
+def _wait(pred, timeout: float, poll: float = 0.3):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(poll)
+    return pred()
+
+
+def test_partition_isolates_agent_and_heal_removes_every_toxic(cluster, runner):
+    agent = cluster.agent(1)
+    before = agent.events()
+    last = max(e.seq for e in before)
+    old_session = next(e.value["session_id"] for e in reversed(before)
+                       if e.f == "session" and e.value.get("state") == "connected")
+
+    assert runner.invoke(FaultOp("partition", "start", [], {"spec": "b1"}))
+    cut = [ln for ln in cluster.links.links if ln.startswith("b1->") or ln.endswith("->b1")]
+    assert cluster.links.toxic_count() >= 2 * len(cut)  # both streams of every link touching b1
+    lost = _wait(lambda: [e for e in _sessions(agent, last) if e.value.get("state") in ("expired", "lost")], 30)
+    assert lost, "the isolated agent never saw its session expire"
+
+    assert runner.invoke(FaultOp("partition", "stop", [], {}))
+    regained = _wait(lambda: [e for e in _sessions(agent, lost[0].seq) if e.value.get("state") == "connected"
+                              and e.value.get("session_id") != old_session], 30)
+    assert regained, "the agent did not get a new session after the partition healed"
+    assert _wait(lambda: [e for e in agent.events() if e.f == "register" and e.type == "ok"
+                          and e.seq > regained[0].seq], 30)
+
+    # shaping toxics, then a heal-all: nothing may be left behind
+    assert runner.invoke(FaultOp("latency", "start", ["b2"], {"latency_ms": 10, "jitter_ms": 1}))
+    assert runner.invoke(FaultOp("isolate", "start", ["b3"], {}))
+    assert cluster.links.toxic_count() > 0
+    runner.heal("test")
+    assert cluster.links.toxic_count() == 0
+
+
+def test_kill_and_pause_zookeeper_and_agent_then_heal(cluster, runner):
+    leader = cluster.ensemble.leader()
+    assert leader is not None
+    assert runner.invoke(FaultOp("kill", "start", [], {"spec": "zk-leader"}))
+    assert _wait(lambda: not leader.running(), 10)
+    agent2 = cluster.agent(2)
+    assert runner.invoke(FaultOp("pause", "start", ["b2"], {}))
+    pid = agent2.proc.pid(agent2.pidfile)
+    assert agent2.remote.run(f"ps -o stat= -p {pid}").stdout.strip().startswith("T")
+    assert runner.invoke(FaultOp("fast_bounce", "start", ["b3"], {}))
+    assert not runner.invoke(FaultOp("wipe", "start", ["zk1"], {}))  # refused: recorded as info, no raise
+
+    runner.heal("test")
+    assert leader.running()
+    assert not agent2.remote.run(f"ps -o stat= -p {pid}").stdout.strip().startswith("T")
+    assert cluster.ensemble.wait_ready(timeout=60)
+    assert cluster.wait_registered(timeout=60)
+    assert all(a.running() for a in cluster.agents.values())

@@ -1,0 +1,97 @@
+"""KAFKA-14845: a lost createSession reply leaves an orphan session owning /brokers/ids/B.
+
+kafka-semantics.md §8 and the JIRA's 12-step reproduction (seed 004): B registered under S1;
+partition B from ZooKeeper until S1 expires; on re-registration the Netty-style client pipelines
+ConnectRequest + the registration multi (agent toggle ``pipeline_on_connect``, through the
+ZooKeeper wire proxy), the proxy drops the ConnectResponse and black-holes the connection
+(``drop_then_blackhole s2c``), so the multi runs under a session S2 the broker never learns. The
+broker's kazoo session S3 then gets NODEEXISTS with owner S2 ∉ {C=S3, R=S1}: Kafka 3.x gives up
+(``registration=3x``) and B stays unregistered after S2 expires — the ``registration-liveness``
+checker fires. Fixed: PR #13558's retries (``registration=retry14845``) outlast S2.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from workloads.repro.framework import RunContext, Scenario
+from workloads.repro.timeline import hx
+
+TARGET = 2
+
+ORPHAN_RULE = {
+    "id": "kafka-14845-orphan",
+    "comment": "lose the createSession reply and everything after it on this connection",
+    "match": {"dir": "s2c", "kind": "connect_resp"},
+    "action": {"type": "drop_then_blackhole", "mode": "s2c"},
+    "budget": {"times": 1},
+}
+
+
+class Kafka14845(Scenario):
+    def setup(self, ctx: RunContext) -> None:
+        from nemesis.zkproxy import ProxyProcess
+
+        ens = ctx.cluster.ensemble
+        proxy = ProxyProcess([m.client_address for m in ens.members], ctx.events_dir / "zkproxy.jsonl",
+                             ctx.session.scratch / "zkproxy", listen_host=ctx.session.inv.toxiproxy.host,
+                             run=ctx.run_id)
+        proxy.start()
+        ctx.cleanups.append(proxy.stop)
+        ctx.state["proxy"] = proxy
+        # Only the pipelining (Netty-emulation) session goes through the wire proxy; kazoo goes
+        # through the Toxiproxy links the partition cuts.
+        ctx.cluster.config_overrides[TARGET] = {"zk_pipeline_connect": proxy.connect_string}
+
+    def play(self, ctx: RunContext) -> None:
+        node = ctx.node(TARGET)
+        zk = ctx.zk()
+        path = f"/brokers/ids/{TARGET}"
+        reg = ctx.wait_agent_event(TARGET, lambda e: e.f == "register" and e.type == "ok", 10, "registration")
+        s1 = reg.value["session_id"] if reg else None
+        ctx.step(f"1. broker {TARGET} registered under S1={hx(s1)}, epoch = czxid "
+                 f"{reg.value['czxid'] if reg else '?'} (R = S1), T = {ctx.T * 1000:.0f} ms")
+        ctx.state["proxy"].client.add_rule(ORPHAN_RULE)
+        ctx.step("   wire proxy armed: drop the next ConnectResponse on a pipelined connection, then black-hole it")
+        ctx.fault("isolate", "start", [node])
+        ctx.step(f"2. partition broker {TARGET} from ZooKeeper (all its ZK links cut) until S1 expires")
+
+        def s1_gone() -> bool:
+            stat = zk.exists(path)
+            return stat is None or stat.ephemeralOwner != s1
+
+        ctx.wait(s1_gone, 2 * ctx.T + 5, "S1 to expire")
+        ctx.step(f"   S1={hx(s1)} expired: ZooKeeper deleted {path}")
+        ctx.sleep(0.2)
+        healed = ctx.heal("KAFKA-14845: partition over")
+        ctx.step("3. heal: kazoo learns SESSIONEXPIRED, opens S3; the agent pipelines ConnectRequest + multi "
+                 "(S2's reply is lost)")
+
+        def orphan() -> Any:
+            stat = zk.exists(path)
+            return stat if stat is not None and stat.ephemeralOwner != s1 else None
+
+        stat = ctx.wait(orphan, 6, "the re-registration")
+        if stat is not None:
+            ctx.step(f"   {path} re-created: czxid {stat.czxid}, owner {hx(stat.ephemeralOwner)}")
+        deadline = healed + ctx.T + self.margin_ms / 1000.0 + 0.5
+        ctx.step(f"4. wait T + margin ({ctx.T * 1000:.0f} + {self.margin_ms} ms) after the heal for the "
+                 "registration-liveness deadline")
+        ctx.sleep(deadline - time.time())
+        final = zk.exists(path)
+        ctx.step(f"   now: {path} " + (f"czxid {final.czxid}, owner {hx(final.ephemeralOwner)}" if final else
+                                       "does not exist"))
+
+
+SCENARIO = Kafka14845(
+    id="KAFKA-14845",
+    title="lost createSession reply: orphan session owns /brokers/ids/B, broker never re-registers",
+    jira="KAFKA-14845",
+    story=__doc__ or "",
+    checkers=["registration-liveness"],
+    bug_toggles={"registration": "3x", "pipeline_on_connect": True},
+    fixed_toggles={"registration": "retry14845", "pipeline_on_connect": True},
+    brokers=[1, 2],
+    margin_ms=4000,  # T + PR #13558's retry budget ((T + 1 s)/5 × 5 = T + 1 s)
+)
