@@ -9,6 +9,7 @@ TOXIPROXY_VERSION := v2.12.0
 TOXIPROXY := $(LOCAL)/bin/toxiproxy-server
 APT_PACKAGES := zookeeper openssh-server libslf4j-java default-jre-headless iproute2 procps
 PYTEST_ARGS ?=
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
 .PHONY: install run test lint clean teardown apt toxiproxy venv
 
@@ -25,7 +26,8 @@ apt:
 toxiproxy: $(TOXIPROXY)
 $(TOXIPROXY):
 	@mkdir -p $(LOCAL)/bin $(LOCAL)/gobin
-	GOBIN=$(CURDIR)/$(LOCAL)/gobin go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+	@test -x "$(GO)" || { echo "Go is required to build Toxiproxy (set GO=/path/to/go)"; exit 1; }
+	GOBIN=$(CURDIR)/$(LOCAL)/gobin $(GO) install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
 	cp $(LOCAL)/gobin/server $(TOXIPROXY)
 
 venv: $(VENV)/.installed

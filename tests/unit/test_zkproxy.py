@@ -112,6 +112,15 @@ class Client:
         return await asyncio.wait_for(self.r.read(1), timeout) == b""
 
 
+async def until(pred: Callable[[], Any], what: str, timeout: float = TIMEOUT) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
 def events(path: Path) -> list[dict[str, Any]]:
     out = []
     for line in path.read_text().splitlines():
@@ -213,8 +222,10 @@ def test_drop_connect_response_then_blackhole_hides_the_session(tmp_path: Path) 
     async def scenario(proxy: ZkProxy, fake: FakeZk, port: int) -> None:
         c = await Client.open(port)
         c.send(z.build_pipelined_register("/brokers/ids/2", b"info", session_timeout_ms=3000))
-        assert await c.nothing_for(0.5)
-        assert fake.received == [(1, 14)]  # the server ran the pipelined multi
+        await until(lambda: fake.received == [(1, 14)], "the server to run the pipelined multi")
+        await until(lambda: len(frames(events(tmp_path / "zkproxy.jsonl"), action="blackholed")) == 2,
+                    "the hidden replies")
+        assert await c.nothing_for(0.2)
         assert [s["session_id"] for s in proxy.sessions.values()] == [0x101]
         conn, = proxy.conns.values()
         assert conn.blackhole == {"c2s": False, "s2c": True}
@@ -275,8 +286,9 @@ def test_blackhole_both_hides_client_frames_and_fins(tmp_path: Path) -> None:
         assert await c.nothing_for(0.3)
         assert fake.received == []
         c.w.close()
-        await asyncio.sleep(0.2)
-        conn, = proxy.conns.values()  # the client's FIN was not passed on: upstream still open
+        conn, = proxy.conns.values()
+        await until(lambda: conn.closed_first == "client", "the proxy to see the client close")
+        await asyncio.sleep(0.1)  # the client's FIN is not passed on: upstream stays open
         assert conn.closed_first == "client" and conn.up_w is not None and not conn.up_w.is_closing()
 
     evs = run(tmp_path, scenario, rules)
@@ -327,7 +339,8 @@ def test_held_frames_discarded_when_client_closes(tmp_path: Path) -> None:
         c.send(z.build_pipelined_register("/brokers/ids/3", b"x"))
         await asyncio.sleep(0.05)
         c.w.close()
-        await asyncio.sleep(0.6)
+        await until(lambda: len([e for e in events(tmp_path / "zkproxy.jsonl")
+                                 if e["f"] == "frame_discarded"]) == 2, "held frames to be discarded")
         assert fake.connects == [] and fake.received == []
 
     evs = run(tmp_path, scenario, rules, held_on_close="discard")

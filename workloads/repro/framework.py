@@ -317,8 +317,7 @@ class ReproSession:
             harness_ev.emit("run_start", brokers=sorted(epochs), scenario=scenario.id, fixed=fixed, toggles=toggles)
             scenario.play(ctx)
             lap("play")
-            live = sorted(a.broker_id for a in on_nodes(list(cluster.agents.values()),
-                                                        lambda a: a if a.running() else None) if a)
+            live = sorted(b for b in on_nodes(list(cluster.agents.values()), _alive) if b is not None)
             observer.final_snapshot()
             harness_ev.emit("run_end", live_brokers=live)
         except Exception as e:  # noqa: BLE001 - recorded; the run's outcome is then "no match"
@@ -327,8 +326,9 @@ class ReproSession:
             self.say(f"  [red]error[/] {error}")
         finally:
             try:
-                # Short grace: events are flushed per line and nothing after run_end is checked.
-                on_nodes(list(cluster.agents.values()), lambda a: (a.resume(), a.stop(grace=1.0)))
+                # SIGKILL: events are flushed per line and nothing after run_end is checked; the
+                # sessions left behind are removed by the next run's ZooKeeper reset.
+                on_nodes(list(cluster.agents.values()), _kill)
             except Exception as e:  # noqa: BLE001
                 self.say(f"  [red]stopping agents[/] {e}")
             self._collect(run_dir)
@@ -361,6 +361,20 @@ class ReproSession:
                                             "matched": matched, "verdicts": verdicts, "error": error})
         return RunResult(scenario.id, fixed, run_dir, reproduced, matched, verdicts, anomalies,
                          time.monotonic() - t_start, error, phases)
+
+
+def _alive(agent: Any) -> int | None:
+    """Broker id when its process is alive (one remote command, zombies and stopped count as dead)."""
+    pf = shlex.quote(agent.pidfile)
+    res = agent.remote.run(f"test -f {pf} && ps -o stat= -p $(cat {pf}) 2>/dev/null", timeout=10)
+    stat = res.stdout.strip()
+    return agent.broker_id if stat and stat[0] not in "ZT" else None
+
+
+def _kill(agent: Any) -> None:
+    pf = shlex.quote(agent.pidfile)
+    agent.remote.run(f"test -f {pf} && p=$(cat {pf}) && (kill -KILL -- -$p 2>/dev/null || kill -KILL $p 2>/dev/null)"
+                     f"; rm -f {pf}", timeout=10)
 
 
 def load_history(path: Path) -> list[dict[str, Any]]:
