@@ -8,6 +8,8 @@
         cluster.links.cut(cluster.links.links_between(src="b1", kind="agent-zk"))
         cluster.links.heal()
         cluster.zk()                          # a direct kazoo client (never faulted)
+        cluster.zkproxy                       # with start(zkproxy_events=...): the ZooKeeper wire
+                                              # proxy, in the path agent → Toxiproxy → proxy → ZK
         cluster.collect(run_dir)              # agents' events and logs, ZooKeeper logs
 
 Links: ``b<N>->zk<M>`` (agent N's connection to ZooKeeper server M) and ``b<N>->b<M>`` (agent N
@@ -199,6 +201,7 @@ class Cluster:
         self.agents: dict[int, AgentProcess] = {}
         self.agent_ports: dict[int, int] = {}
         self._zk_clients: list[KazooClient] = []
+        self.zkproxy: Any = None  # nemesis.zkproxy.ProxyProcess when the run routes through it
         self._code_tarball: Path | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -220,12 +223,34 @@ class Cluster:
             return str(self.scratch / "nodes" / node.name)
         return f"{self.inv.workdir_base}/{self.run_id}/{node.name}"
 
-    def start(self) -> None:
+    def start(self, zkproxy_events: Path | None = None, zkproxy_seed: int = 0) -> None:
+        """Bring everything up. With ``zkproxy_events`` the ZooKeeper wire proxy sits between the
+        agents' Toxiproxy links and the servers, writing its frame events there."""
         self.scratch.mkdir(parents=True, exist_ok=True)
         self.state.save()
         self._connect()
         self._start_zookeeper()
+        if zkproxy_events is not None:
+            self._start_zkproxy(zkproxy_events, zkproxy_seed)
         self._start_toxiproxy()
+
+    def _start_zkproxy(self, events: Path, seed: int) -> None:
+        from nemesis.zkproxy import ProxyProcess
+
+        assert self.ensemble is not None
+        self.log("starting the ZooKeeper wire proxy")
+        self.zkproxy = ProxyProcess([m.client_address for m in self.ensemble.members], events,
+                                    self.scratch / "zkproxy", seed=seed, listen_host=self.inv.toxiproxy.host,
+                                    run=self.run_id)
+        self.zkproxy.start()
+        self.state.local_pids.append(self.zkproxy.proc.pid)
+        self.state.save()
+
+    def zk_upstream(self, member: ZkMember) -> str:
+        """Where an agent's link to ``member`` leads: the wire proxy's listener, or the server."""
+        if self.zkproxy is None:
+            return member.client_address
+        return self.zkproxy.addresses[self.ensemble.members.index(member)]
 
     def _connect(self) -> None:
         inv = self.inv
@@ -280,7 +305,8 @@ class Cluster:
         assert self.ensemble is not None
         for broker in self.inv.brokers:
             for m in self.ensemble.members:
-                self.links.create(Link(f"{broker.name}->{m.name}", "agent-zk", broker.name, m.name, m.client_address))
+                self.links.create(Link(f"{broker.name}->{m.name}", "agent-zk", broker.name, m.name,
+                                       self.zk_upstream(m)))
 
     def _ensure_agent_links(self) -> None:
         brokers = self.inv.brokers
@@ -431,6 +457,8 @@ class Cluster:
             attempt("toxiproxy proxies", self.links.destroy_all)
         if self.toxiproxy is not None:
             attempt("toxiproxy", self.toxiproxy.stop)
+        if self.zkproxy is not None:
+            attempt("zkproxy", self.zkproxy.stop)
         if self.ensemble is not None:
             attempt("zookeeper", lambda: on_nodes(self.ensemble.nodes, lambda n: (n.resume(), n.stop())))
         for name, remote in self.remotes.items():

@@ -13,7 +13,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ class RunOptions:
     margin_ms: int = 3000
     schedule: Schedule | None = None
     agent_extra: dict[str, Any] = field(default_factory=dict)
+    zkproxy: bool = False  # route agent→ZooKeeper traffic through the wire proxy (fault "zk_rules")
 
 
 @dataclass
@@ -70,14 +71,15 @@ def _sigterm_as_interrupt() -> Callable[[], None]:
     return lambda: signal.signal(signal.SIGTERM, previous)
 
 
-def default_nemeses() -> list[Nemesis]:
-    try:  # the full nemesis kit when present; the link nemesis is the skeleton's minimum
-        from nemesis.registry import default_nemeses as full
-    except ImportError:
-        from nemesis.links import LinkNemesis
+def default_nemeses(cluster: Cluster | None = None) -> list[Nemesis]:
+    from nemesis.registry import default_nemeses as kit
 
-        return [LinkNemesis()]
-    return full()
+    nemeses = kit()
+    if cluster is not None and cluster.zkproxy is not None:
+        from nemesis.zkproxy_faults import ZkProxyNemesis
+
+        nemeses.append(ZkProxyNemesis(cluster.zkproxy.client))
+    return nemeses
 
 
 def execute(opts: RunOptions, console: Console | None = None) -> RunOutcome:
@@ -86,6 +88,7 @@ def execute(opts: RunOptions, console: Console | None = None) -> RunOutcome:
     if opts.time_limit <= 0:
         raise UsageError(f"--time-limit: must be > 0 seconds, got {opts.time_limit}")
     seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
+    opts = replace(opts, seed=seed)
     rng = random.Random(seed)
     T = inv.agents.session_timeout_ms / 1000.0
     schedule = opts.schedule or _default_schedule(inv, opts, rng, T)
@@ -156,7 +159,8 @@ def _run_phases(cluster: Cluster, inv: Inventory, opts: RunOptions, schedule: Sc
     try:
         with console.status("cluster up: sshd, ZooKeeper, Toxiproxy"):
             t0 = time.monotonic()
-            cluster.start()
+            cluster.start(zkproxy_events=events_dir / "zkproxy.jsonl" if opts.zkproxy else None,
+                          zkproxy_seed=opts.seed or 0)  # resolved in execute()
             observer = BrokerObserver(cluster.ensemble.connect_string, [b.broker_id for b in inv.brokers],
                                       observer_ev)
             observer.start()
@@ -166,7 +170,7 @@ def _run_phases(cluster: Cluster, inv: Inventory, opts: RunOptions, schedule: Sc
                       f"{cluster.ensemble.modes()}, brokers registered with epochs {epochs}")
         harness_ev.emit("run_start", brokers=sorted(epochs), schedule=schedule.name)
 
-        runner = NemesisRunner(cluster, nemesis_ev, default_nemeses())
+        runner = NemesisRunner(cluster, nemesis_ev, default_nemeses(cluster))
         runner.setup()
         _play(runner, schedule, opts.time_limit, console)
         runner.heal("final")

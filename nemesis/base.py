@@ -88,7 +88,7 @@ class NemesisRunner:
         except Exception as e:  # noqa: BLE001 - a failed fault is recorded, the run goes on
             self.events.emit(op.f, type="info", process="nemesis", stage="error", error=repr(e), **base)
             return False
-        self.events.emit(op.f, type="info", process="nemesis", stage="complete", **base, **(detail or {}))
+        self.events.emit(op.f, type="info", process="nemesis", stage="complete", **{**base, **(detail or {})})
         if op.phase == "start":
             if not (detail or {}).get("instant"):
                 self.active.append(op)

@@ -111,7 +111,7 @@ class LinkNemesis:
             for link, streams in cuts.items():
                 for st in sorted(streams):
                     self._add(link, f"partition_{st}", "timeout", st, {"timeout": 0})
-            return {"grudge": {k: sorted(v) for k, v in sorted(grudge.items()) if v},
+            return {"grudge_map": {k: sorted(v) for k, v in sorted(grudge.items()) if v},
                     "cuts": {k: sorted(v) for k, v in cuts.items()}}
         if op.f in SHAPING:
             type_, attrs = SHAPING[op.f]

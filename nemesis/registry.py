@@ -47,6 +47,9 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
     FaultSpec("bounce", "process", instant=True, help="SIGTERM and start again"),
     FaultSpec("fast_bounce", "process", instant=True, help="SIGKILL and start again"),
     FaultSpec("wipe", "process", instant=True, help="brokers: SIGKILL, empty the data dir, start"),
+    FaultSpec("zk_rules", "zkproxy", params={"rules": list},
+              help="install ZooKeeper wire-proxy rules (docs/zkproxy.md) for connections to the target "
+                   "ZooKeeper nodes; needs `harness run --zkproxy`"),
 )}
 COMMON_PARAMS: dict[str, type | tuple[type, ...]] = {"seed": int}
 

@@ -27,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--margin-ms", type=int, default=3000,
                    help="liveness margin on top of the session timeout (default 3000)")
     p.add_argument("--schedule", metavar="FILE", help="scripted fault schedule (TOML) to replay instead of the default")
+    p.add_argument("--zkproxy", action="store_true",
+                   help="route agent→ZooKeeper traffic through the ZooKeeper wire proxy (enables fault zk_rules)")
     p.add_argument("--test", default=None, help="test name used in the store path")
     p.set_defaults(func=run)
 
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         schedule = load_schedule(args.schedule)
     opts = RunOptions(inventory=args.inventory, time_limit=args.time_limit, spark_master=args.spark_master,
                       toggles=toggles, target=args.target, seed=args.seed, margin_ms=args.margin_ms,
-                      schedule=schedule)
+                      schedule=schedule, zkproxy=args.zkproxy)
     if args.store:
         opts.store = args.store
     if args.test:

@@ -1,0 +1,60 @@
+"""Nemesis adapter over the ZooKeeper wire proxy's control API (``nemesis.zkproxy.client``).
+
+Fault ``zk_rules``: ``start`` installs ``params['rules']`` (rule dicts, see docs/zkproxy.md) and
+remembers their ids; ``stop`` removes them (all of them when no targets); ``heal()`` clears every
+rule. A run adds it when the proxy is in the agent→ZooKeeper path (``harness run --zkproxy``).
+Targets are ZooKeeper nodes: a rule without its own ``match.upstream`` applies only to connections
+to those servers' listeners.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from nemesis.base import FaultOp
+
+if TYPE_CHECKING:
+    from harness.cluster import Cluster
+    from nemesis.zkproxy.client import ZkProxyClient
+
+
+class ZkProxyNemesis:
+    fs = frozenset({"zk_rules"})
+
+    def __init__(self, client: ZkProxyClient) -> None:
+        self.client = client
+        self.installed: list[str] = []
+        self.listener_of: dict[str, int] = {}  # ZooKeeper node name → proxy listener index
+
+    def setup(self, cluster: Cluster) -> None:
+        if cluster.ensemble is not None:
+            self.listener_of = {m.name: i for i, m in enumerate(cluster.ensemble.members)}
+
+    def _scoped(self, rules: list[dict[str, Any]], targets: list[str]) -> list[dict[str, Any]]:
+        upstreams = sorted(self.listener_of[t] for t in targets if t in self.listener_of)
+        if not targets or len(upstreams) == len(self.listener_of):
+            return rules
+        return [r if "upstream" in r.get("match", {}) else
+                {**r, "match": {**r.get("match", {}), "upstream": upstreams}} for r in rules]
+
+    def invoke(self, op: FaultOp) -> dict[str, Any]:
+        if op.phase == "start":
+            rules = op.params.get("rules")
+            if not isinstance(rules, list) or not rules:
+                raise ValueError("zk_rules: params.rules must be a non-empty list of rule tables")
+            ids = self.client.add_rules(self._scoped(rules, op.targets))
+            self.installed += ids
+            return {"rule_ids": ids}
+        removed = []
+        for rid in self.installed:
+            self.client.remove_rule(rid)
+            removed.append(rid)
+        self.installed = []
+        return {"rules_removed": removed}
+
+    def heal(self) -> dict[str, Any]:
+        self.installed = []
+        return {"zkproxy_rules_cleared": self.client.clear_rules()}
+
+    def teardown(self) -> None:
+        pass

@@ -1,0 +1,43 @@
+"""A run with the ZooKeeper wire proxy in the agents' path, armed mid-run by a scripted schedule."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.events import read_events
+from harness.run import RunOptions, execute
+from nemesis.scripted import load_schedule
+from tests.processes import processes_mentioning
+
+pytestmark = pytest.mark.integration
+
+SCHEDULE = """
+name = "zk-dark"
+
+[[step]]
+at = 1.0
+fault = "zk_rules"
+targets = "all-zk"
+duration = 7.0
+params = { rules = [ { id = "dark", match = { dir = "c2s" }, action = { type = "drop_then_blackhole", mode = "both" } } ] }
+"""
+
+
+def test_proxy_rules_armed_mid_run_expire_every_session_and_brokers_reregister(tmp_path):
+    path = tmp_path / "zk-dark.toml"
+    path.write_text(SCHEDULE)
+    outcome = execute(RunOptions(store=str(tmp_path / "store"), time_limit=10, seed=3, zkproxy=True,
+                                 schedule=load_schedule(path), test="zk-dark"))
+    assert outcome.valid is True, outcome.results
+    history = list(read_events(outcome.run_dir / "history.jsonl"))
+    proxy = [e for e in history if e.src == "zkproxy"]
+    assert any(e.value.get("action") == "drop_then_blackhole" for e in proxy), "the rule never fired"
+    rules = [e for e in history if e.src == "nemesis" and e.f == "zk_rules" and e.value.get("stage") == "complete"]
+    assert [e.value["phase"] for e in rules] == ["start", "stop"]
+    for b in (1, 2, 3):
+        oks = [e for e in history if e.src == f"agent:{b}" and e.f == "register" and e.type == "ok"]
+        assert len(oks) >= 2 and oks[-1].value["epoch"] > oks[0].value["epoch"], f"broker {b} did not re-register"
+    scratch = json.loads((outcome.run_dir / "run.json").read_text())["scratch"]
+    assert processes_mentioning(scratch) == []

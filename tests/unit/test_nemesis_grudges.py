@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import pytest
+
+from nemesis.grudges import (
+    LinkRef,
+    bisect,
+    bridge,
+    build,
+    complete_grudge,
+    grudge_cuts,
+    isolate,
+    majorities_ring,
+    one_way,
+    split_one,
+)
+
+NODES = ["zk1", "zk2", "zk3", "b1", "b2", "b3"]
+
+
+def links() -> list[LinkRef]:
+    out = [LinkRef(f"{b}->{z}", b, z) for b in ("b1", "b2", "b3") for z in ("zk1", "zk2", "zk3")]
+    out += [LinkRef(f"{a}->{b}", a, b) for a in ("b1", "b2", "b3") for b in ("b1", "b2", "b3") if a != b]
+    return out
+
+
+def test_split_one_and_complete_grudge_are_symmetric():
+    g = complete_grudge(split_one("b1", NODES))
+    assert g["b1"] == frozenset(n for n in NODES if n != "b1")
+    assert all(g[n] == {"b1"} for n in NODES if n != "b1")
+
+
+def test_bisect_halves():
+    assert bisect(["a", "b", "c", "d", "e"]) == [["a", "b"], ["c", "d", "e"]]
+    g = complete_grudge(bisect(["a", "b", "c", "d"]))
+    assert g == {"a": {"c", "d"}, "b": {"c", "d"}, "c": {"a", "b"}, "d": {"a", "b"}}
+
+
+def test_bridge_node_sees_everyone():
+    g = bridge(["a", "b", "c", "d", "e"])
+    assert g["c"] == frozenset()
+    assert g["a"] == {"d", "e"} and g["d"] == {"a", "b"}
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 7])
+def test_majorities_ring_every_node_sees_a_distinct_majority(n):
+    nodes = [f"n{i}" for i in range(n)]
+    g = majorities_ring(nodes)
+    seen = {node: frozenset(nodes) - g[node] for node in nodes}
+    assert all(len(v) == n // 2 + 1 and node in v for node, v in seen.items())
+    assert len(set(seen.values())) == n  # never the same majority
+
+
+def test_one_way_only_first_component_drops():
+    g = one_way([["b1"], ["b2", "zk1"]])
+    assert g == {"b1": {"b2", "zk1"}, "b2": frozenset(), "zk1": frozenset()}
+
+
+def test_isolate_rejects_unknown_nodes():
+    with pytest.raises(ValueError, match="b9"):
+        isolate(["b9"], NODES)
+
+
+def test_grudge_cuts_two_way_isolation_of_a_broker():
+    cuts = grudge_cuts(build("isolate", ["b1"], NODES), links())
+    touching = {ln.name for ln in links() if "b1" in (ln.src, ln.dst)}
+    assert set(cuts) == touching
+    assert all(v == {"upstream", "downstream"} for v in cuts.values())
+
+
+def test_grudge_cuts_one_way():
+    # b1 drops what others send: links b1 dials lose downstream, links others dial to b1 lose upstream
+    cuts = grudge_cuts(build("isolate", ["b1"], NODES, "one-way"), links())
+    assert cuts["b1->zk1"] == {"downstream"}
+    assert cuts["b2->b1"] == {"upstream"}
+    assert "b2->zk1" not in cuts
+
+
+def test_grudge_cuts_zookeeper_pairs_have_no_links():
+    cuts = grudge_cuts(build("halves", ["zk1", "zk2", "zk3"], NODES), links())
+    assert "b1->b2" not in cuts and set(cuts) == {ln.name for ln in links() if ln.dst.startswith("zk")}
+
+
+def test_build_rejects_bad_input():
+    with pytest.raises(ValueError, match="unknown grudge"):
+        build("nope", [], NODES)
+    with pytest.raises(ValueError, match="direction"):
+        build("isolate", ["b1"], NODES, "sideways")
+    with pytest.raises(ValueError, match="two-way"):
+        build("bridge", [], NODES, "one-way")
