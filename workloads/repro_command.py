@@ -43,7 +43,7 @@ def _list(console: Console) -> int:
     for sc in scenarios().values():
         why = sc.available()
         state = "" if why is None else f"  [yellow](not available: {why})[/]"
-        console.print(f"{sc.id:<22} {sc.title}{state}", highlight=False)
+        console.print(f"{sc.id:<30} {sc.title}{state}", highlight=False)
     return 0
 
 
@@ -73,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
                   f"expecting {expect}")
     results = []
     with ReproSession(args.inventory, args.store, console, args.spark_master, use_spark=args.spark) as session:
-        session.up()
+        if sc.needs_spark or args.spark:
+            session.warm_spark()  # the JVM starts while the cluster comes up
+        session.up(sc)
         for i in range(args.runs):
             if args.runs > 1:
                 console.rule(f"run {i + 1}/{args.runs}")

@@ -5,7 +5,13 @@ from pathlib import Path
 import pytest
 
 from checkers.ops import OPEN, UNKNOWN
-from checkers.parsers import ParseError, detect_format, parse_knossos, parse_porcupine_etcd, parse_porcupine_kv
+from checkers.parsers import (
+    ParseError,
+    detect_format,
+    parse_knossos,
+    parse_porcupine_etcd,
+    parse_porcupine_kv,
+)
 
 ETCD = """INFO  jepsen.util - 0\t:invoke\t:read\tnil
 INFO  jepsen.util - 1\t:invoke\t:cas\t[3 0]

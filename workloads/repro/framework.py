@@ -52,9 +52,20 @@ class Scenario:
     extra: dict[str, Any] = field(default_factory=dict)
     margin_ms: int = 3000  # registration-liveness margin on top of T
     needs_spark: bool = False  # fencing invariants run on Spark; registration checks run locally
+    zk_overrides: dict[str, Any] = field(default_factory=dict)  # ZkSettings fields for this scenario's cluster
 
     def available(self) -> str | None:
-        """None when runnable here, else why not (shown by --list and refused with exit 254)."""
+        """None when runnable here, else why not (shown by --list and refused with exit 254).
+
+        Default: every bug/fix toggle value must be one the agent in this build accepts."""
+        from harness.agent.config import TOGGLE_CHOICES, parse_toggle_value
+
+        for toggles in (self.bug_toggles, self.fixed_toggles):
+            for k, v in toggles.items():
+                if k not in TOGGLE_CHOICES:
+                    return f"the agent has no toggle {k!r}"
+                if parse_toggle_value(k, v) not in TOGGLE_CHOICES[k]:
+                    return f"the agent's toggle {k} has no value {v!r}"
         return None
 
     def setup(self, ctx: RunContext) -> None:
@@ -183,7 +194,12 @@ class ReproSession:
         self.console.print(msg)
 
     # -- cluster ---------------------------------------------------------------------------------
-    def up(self) -> float:
+    def up(self, scenario: Scenario | None = None) -> float:
+        """Start the cluster (cold). A scenario's ``zk_overrides`` apply to the ensemble it starts."""
+        if scenario is not None and scenario.zk_overrides:
+            from dataclasses import replace
+
+            self.inv.zookeeper = replace(self.inv.zookeeper, **scenario.zk_overrides)
         t = time.monotonic()
         run_id = f"repro-{uuid.uuid4().hex[:8]}"
         self.cluster = ReproCluster(self.inv, self.scratch / "cluster", run_id,
@@ -263,7 +279,7 @@ class ReproSession:
     # -- one run -----------------------------------------------------------------------------------
     def run(self, scenario: Scenario, fixed: bool) -> RunResult:
         if self.cluster is None:
-            self.up()
+            self.up(scenario)
         assert self.cluster is not None
         cluster = self.cluster
         t_start = time.monotonic()

@@ -114,6 +114,9 @@ def _line(e: dict[str, Any]) -> str | None:  # noqa: C901, PLR0911, PLR0912 - on
     if f == "partition_state":
         return (f"{a} partition {v.get('topic')}-{v.get('partition')} state: leader {v.get('leader')}, "
                 f"leader_epoch {v.get('leader_epoch')}, ISR {v.get('isr')}")
+    if f == "replica_state" and v.get("role") == "stopped":
+        return (f"{a} [bold red]replica {v.get('topic')}-{v.get('partition')} STOPPED[/] by "
+                f"{v.get('request_id')}{' (deleted)' if v.get('deleted') else ''}")
     if f == "startup_failed":
         return f"{a} [red]startup failed[/]: {v.get('reason')}"
     return None
@@ -124,7 +127,10 @@ def render(history: Path, extra_fs: tuple[str, ...] = ()) -> list[str]:
     start = next((e["t_wall"] for e in events if e["f"] == "run_start"), events[0]["t_wall"] if events else 0.0)
     out = []
     for e in events:
-        if e["f"] in ("partition_state", "control_send", "control_recv") and e["f"] not in extra_fs:
+        v = e.get("value") or {}
+        routine = e["f"] in ("partition_state", "control_send") or (
+            e["f"] == "control_recv" and v.get("kind") != "StopReplica" and v.get("outcome") == "applied")
+        if routine and e["f"] not in extra_fs:
             continue
         text = _line(e)
         if text is None:

@@ -74,7 +74,12 @@ def evaluate(session: Any, scenario: Any, history: Path) -> dict[str, Any]:
             reg = check_rows(registration_rows(history), margin_ms=scenario.margin_ms)
         for name, sub in reg["checkers"].items():
             named[name] = {**sub, "anomalies": [a for a in reg["anomalies"] if a.get("checker") == name]}
-    fencing = [c for c in wanted if c not in REGISTRATION]
+    from workloads.repro.checks import LOCAL_CHECKERS, run_local
+
+    local = [c for c in wanted if c in LOCAL_CHECKERS]
+    if local:
+        named.update(run_local(local, history))
+    fencing = [c for c in wanted if c not in REGISTRATION and c not in LOCAL_CHECKERS]
     if fencing:
         from checkers import events_df
         from checkers.project import fencing_results
