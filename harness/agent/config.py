@@ -26,7 +26,7 @@ TOGGLE_HELP: dict[str, str] = {
     "registration": "3x: Kafka 3.x CheckedEphemeral (fails when owner not in {current, recorded}: KAFKA-14845); "
     "pre_2_2: fail on any foreign owner (KAFKA-6584); retry14845: PR #13558's 5 retries, backoff (T+1s)/5",
     "pipeline_on_connect": "true: write the registration multi right behind the ConnectRequest like the Java Netty "
-    "client, through the project's wire codec (needed for KAFKA-14845; kazoo never pipelines)",
+    "client, through the project's wire codec; a lost ConnectResponse leaves an orphan owner (KAFKA-14845)",
     "broker_epoch_check": "on: KIP-380 fencing, reject broker_epoch < own with STALE_BROKER_EPOCH 77; "
     "off: ignore epochs and miss bounces (KAFKA-7235); strict: 2.2-2.5.0, also error on > (pre KAFKA-9839)",
     "controller_fencing": "on: every controller ZK write is multi[check /controller_epoch version, op]; "
@@ -35,7 +35,8 @@ TOGGLE_HELP: dict[str, str] = {
     "kip903: reject stale NewIsrWithEpochs entries with INELIGIBLE_REPLICA 107",
     "max_broker_epoch": "true: one shared control payload fenced by the cluster-wide max broker epoch "
     "(cached UpdateMetadata, LinkedIn KAFKA-7186)",
-    "preferred_controller": "true: KIP-39 /admin/next_controller pinning with a ready_to_serve ephemeral",
+    "preferred_controller": "true: KIP-39 (KAFKA-1778, never shipped) /admin/next_controller pinning: the named broker "
+    "creates the ready_to_serve ephemeral, the controller resigns, others stay out of elections",
     "reregister_on_expiry": "false: never re-register after the session is lost (a deliberately broken agent "
     "that the registration-liveness checker must catch)",
 }

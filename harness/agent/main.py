@@ -286,6 +286,10 @@ class BrokerAgent:
                 name, payload = self.events_q.get(timeout=0.2)
             except queue.Empty:
                 continue
+            while self.held.is_set() and not self.stopping.is_set():
+                time.sleep(0.05)  # held after this event was dequeued: it waits too
+            if self.stopping.is_set():
+                break
             self.busy.set()
             try:
                 self._process(name, payload)
@@ -491,6 +495,9 @@ class BrokerAgent:
             return self.state()
         if kind == "hold":
             self.held.set()
+            end = time.monotonic() + 10.0
+            while self.busy.is_set() and time.monotonic() < end:
+                time.sleep(0.02)  # an event already running finishes first; nothing starts after
             self.emit("controller_hold")
             return {"error_code": 0, "held": True}
         if kind == "release":

@@ -17,6 +17,7 @@ from harness.toxiproxy import Link
 pytestmark = pytest.mark.integration
 
 WAIT = 40.0
+_DIAG: list[Callable[[], str]] = []
 
 
 def wait_for(pred: Callable[[], Any], what: str, timeout: float = WAIT, poll: float = 0.1) -> Any:
@@ -29,7 +30,13 @@ def wait_for(pred: Callable[[], Any], what: str, timeout: float = WAIT, poll: fl
         if v:
             return v
         time.sleep(poll)
-    raise AssertionError(f"timed out waiting for {what}")
+    diag = ""
+    for fn in _DIAG:
+        try:
+            diag += fn()
+        except Exception as e:  # noqa: BLE001 - diagnostics only
+            diag += f"(diagnostics failed: {e})"
+    raise AssertionError(f"timed out waiting for {what}\n{diag}")
 
 
 class Env:
@@ -37,6 +44,21 @@ class Env:
         self.c = cluster
         self.zk = cluster.zk()
         self.ids = sorted(b.broker_id for b in cluster.inv.brokers)
+        _DIAG[:] = [self.diag]
+
+    def diag(self) -> str:
+        out = []
+        for b in self.ids:
+            try:
+                st = self.admin(b).state()
+                out.append(f"broker {b}: epoch={st['epoch']} registered={st['registered']} held={st['held']} "
+                           f"queued={st['queued_events']} controller={st['controller']['active']}"
+                           f"/{st['controller']['controller_epoch']}")
+            except OSError as e:
+                out.append(f"broker {b}: unreachable ({e})")
+            for e in self.c.agent(b).events()[-12:]:
+                out.append(f"  {e.seq} {e.type} {e.f} {str(e.value)[:200]}")
+        return "\n".join(out)
 
     def admin(self, b: int) -> AgentAdmin:
         return AgentAdmin(f"{self.c.inv.broker(b).address}:{self.c.agent_ports[b]}")
