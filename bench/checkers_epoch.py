@@ -1,0 +1,152 @@
+"""Benchmark: the 11 epoch-fencing checkers on synthetic histories of 1M and 10M events. Not a test.
+
+Usage: python bench/checkers_epoch.py [--sizes 1000000,10000000] [--out /tmp/zkfence-bench]
+
+The generator is Spark itself (spark.range -> events of ten kinds, value as JSON text), parsed
+once with the project's schema (checkers.events_df.parse) and written as Parquet: that is what
+`harness check --parquet` keeps for cross-run work. Timed: read that Parquet, run every checker,
+collect the anomalies (one job). I/O floor: read the same Parquet and aggregate over a full scan
+of every parsed column except the raw JSON ``value`` (a superset of what the checkers read: sum of
+hashes, so no metadata-only count), on the same session.
+Figures are printed after the SparkSession is up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from checkers import events_df, fencing, project  # noqa: E402
+from checkers.spark import get_spark  # noqa: E402
+
+BROKERS = 5
+PARTITIONS = 50
+
+
+def generate(spark, n: int):  # noqa: ANN001, ANN201
+    from pyspark.sql import functions as F
+
+    i = F.col("id")
+    k = i % 10
+    b = ((i / 10).cast("long") % BROKERS) + 1
+    src = F.when(k.isin(0, 6), F.lit("agent:1")).when(k == 9, F.lit("zkproxy")).otherwise(F.concat(F.lit("agent:"), b))
+    f = F.element_at(F.array(*[F.lit(x) for x in (
+        "control_send", "control_recv", "partition_state", "fetch", "alter_partition", "alter_partition_handled",
+        "controller_zk_write", "register", "register", "frame")]), (k + 1).cast("int"))
+    typ = F.when(k == 6, "ok").when(k == 7, "invoke").when(k == 8, "ok").otherwise("event")
+    epoch = i - (i % 1000)  # the broker epoch current at i (monotone)
+    part = (i / 10).cast("long") % PARTITIONS
+    emap = F.create_map(b.cast("string"), epoch)
+    val = F.struct(
+        F.when(k.isin(0, 1), i - k).alias("request_id"),
+        F.when(k.isin(0, 1), F.lit("LeaderAndIsr")).alias("kind"),
+        F.when(k == 0, b).alias("target"),
+        F.when(k.isin(0, 1, 2, 6), F.lit(1)).alias("controller_epoch"),
+        F.when(k.isin(0, 1), epoch).alias("broker_epoch"),
+        F.when(k == 0, emap).alias("epoch_map"),
+        F.when(k == 1, epoch).alias("own_epoch"),
+        F.when(k == 1, F.lit("applied")).alias("outcome"),
+        F.when(k.isin(2, 3, 4, 5), F.lit("t")).alias("topic"),
+        F.when(k.isin(2, 3, 4, 5), part).alias("partition"),
+        F.when(k == 2, F.lit(1)).alias("leader"),
+        F.when(k == 2, (i / (10 * PARTITIONS)).cast("long")).alias("leader_epoch"),
+        F.when(k == 2, (i / (10 * PARTITIONS)).cast("long")).alias("zk_version"),
+        F.when(k == 2, F.array(F.lit(1), F.lit(2))).alias("isr"),
+        F.when(k.isin(2, 6, 9), i).alias("zxid"),
+        F.when(k == 3, b).alias("replica"),
+        F.when(k == 3, epoch).alias("replica_epoch"),
+        F.when(k == 4, F.create_map(b.cast("string"), F.concat(F.lit("f"), (i - 1).cast("string")))).alias("based_on_fetch"),
+        F.when(k == 4, F.array(F.struct(b.alias("id"), epoch.alias("epoch")))).alias("new_isr_with_epochs"),
+        F.when(k == 3, F.concat(F.lit("f"), i.cast("string")))
+        .when(k == 4, F.concat(F.lit("a"), i.cast("string")))
+        .when(k == 5, F.concat(F.lit("a"), (i - 1).cast("string"))).alias("rid"),
+        F.when(k == 5, F.create_map(((((i - 1) / 10).cast("long") % BROKERS) + 1).cast("string"), epoch)).alias("live"),
+        F.when(k == 5, F.lit(0)).alias("error_code"),
+        F.when(k == 6, F.lit(0)).alias("checked_version"),
+        F.when(k.isin(7, 8), b).alias("broker_id"),
+        F.when(k == 8, i).alias("epoch"),
+        F.when(k == 8, i).alias("czxid"),
+        F.when(k.isin(7, 8, 9), 1000 + b).alias("session_id"),
+        F.when(k == 8, 1000 + b).alias("owner"),
+        F.when(k == 9, F.lit("s2c")).alias("dir"),
+    )
+    value = F.to_json(val)
+    value = F.regexp_replace(value, '"rid":', '"request_id":')  # fetch/alter ids are strings
+    return spark.range(n).select(
+        F.lit("bench").alias("hist"), F.lit("bench").alias("run"), src.alias("src"), i.alias("seq"),
+        F.concat_ws("/", src, i.cast("string")).alias("id"), (F.lit(1.7e9) + i / 1e4).alias("t_wall"),
+        (i * 1000).alias("t_mono"), typ.alias("type"), f.alias("f"), b.cast("string").alias("process"),
+        value.alias("value"), i.alias("index"),
+    )
+
+
+def read_columns(df) -> list[str]:  # noqa: ANN001
+    """Top-level columns the physical plan's Parquet scans read (their ReadSchema)."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    names: set[str] = set()
+    for m in re.finditer(r"ReadSchema: struct<(.*)>", plan):
+        depth, cur = 0, ""
+        for ch in m.group(1) + ",":
+            if ch == "<":
+                depth += 1
+            elif ch == ">":
+                depth -= 1
+            elif ch == "," and depth == 0:
+                names.add(cur.split(":", 1)[0])
+                cur = ""
+                continue
+            cur += ch
+    return sorted(n for n in names if n)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000000,10000000")
+    ap.add_argument("--out", default="/tmp/zkfence-bench")
+    a = ap.parse_args()
+    sizes = [int(s) for s in a.sizes.split(",")]
+    t0 = time.monotonic()
+    spark = get_spark()
+    spark.range(1).count()
+    print(f"SparkSession up in {time.monotonic() - t0:.1f} s ({spark.sparkContext.master}); timings below exclude it")
+    from pyspark.sql import functions as F
+
+    needed = None
+    times = {}
+    for n in sizes:
+        out = Path(a.out) / f"events-{n}"
+        shutil.rmtree(out, ignore_errors=True)
+        t0 = time.monotonic()
+        events_df.parse(generate(spark, n)).write.parquet(str(out))
+        gen = time.monotonic() - t0
+        ev = spark.read.parquet(str(out))
+        if needed is None:
+            read = read_columns(fencing.all_anomalies(ev))
+            needed = [c for c in ev.columns if c != "value"]  # superset of `read`: the floor is not understated
+            print(f"checkers' Parquet ReadSchema columns: {len(read)}; floor scans {len(needed)} (all but raw value)")
+        t0 = time.monotonic()
+        res = project.fencing_results(spark.read.parquet(str(out)), ["bench"])
+        check = time.monotonic() - t0
+        bad = {k: v["stats"]["anomalies_total"] for k, v in res["bench"].items() if v["valid"] is not True}
+        t0 = time.monotonic()
+        cols = [F.map_entries(c) if dict(ev.dtypes)[c].startswith("map") else F.col(c) for c in needed]
+        scan = spark.read.parquet(str(out)).select(F.sum(F.hash(*cols)).alias("h"), F.count(F.lit(1)).alias("n")).collect()
+        floor = time.monotonic() - t0
+        times[n] = check
+        print(f"{n:>10,} events: generate+parse+write {gen:6.1f} s | checkers {check:6.1f} s = {n / check:>10,.0f} events/s"
+              f" | I/O floor (full scan of {len(needed)} columns, hash-sum + count) {floor:5.1f} s"
+              f" | checkers/floor {check / floor:4.1f}x | rows {scan[0]['n']:,} | anomalies {bad or 'none'}")
+    if len(sizes) >= 2:
+        lo, hi = sizes[0], sizes[-1]
+        print(f"time ratio {hi:,}/{lo:,} events: {times[hi] / times[lo]:.2f} (size ratio {hi / lo:.0f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""`harness check` end to end: exit codes, --json, bad input, store dirs and --write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from checkers.testing import EventLog
+from harness.cli import main
+
+GOOD = "INFO  jepsen.util - 0\t:invoke\t:write\t1\nINFO  jepsen.util - 0\t:ok\t:write\t1\n" \
+       "INFO  jepsen.util - 1\t:invoke\t:read\tnil\nINFO  jepsen.util - 1\t:ok\t:read\t1\n"
+BAD = GOOD.replace(":ok\t:read\t1", ":ok\t:read\t2")
+
+
+def hard(path: Path) -> Path:
+    """14 concurrent writes and an impossible read: exhausts any small budget."""
+    lines = [f"{{:process {i}, :type :invoke, :f :write, :value {i}}}" for i in range(16)]
+    lines += [f"{{:process {i}, :type :ok, :f :write, :value {i}}}" for i in range(16)]
+    lines += ["{:process 99, :type :invoke, :f :read, :value nil}", "{:process 99, :type :ok, :f :read, :value 77}"]
+    path.write_text("[" + "\n".join(lines) + "]\n")
+    return path
+
+
+def run(capsys, *argv: str) -> tuple[int, list[dict], str]:  # noqa: ANN001
+    rc = main(["check", *argv])
+    out, err = capsys.readouterr()
+    rows = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    return rc, rows, err
+
+
+def test_local_exit_codes(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    (tmp_path / "g.log").write_text(GOOD)
+    (tmp_path / "b.log").write_text(BAD)
+    rc, rows, _ = run(capsys, "--local", "--json", str(tmp_path / "g.log"))
+    assert rc == 0 and rows[0]["valid"] is True and rows[0]["path"].endswith("g.log")
+    rc, rows, _ = run(capsys, "--local", "--json", str(tmp_path / "g.log"), str(tmp_path / "b.log"))
+    assert rc == 1 and [r["valid"] for r in rows] == [True, False]
+    assert rows[1]["anomalies"][0]["event_ids"] == [f"{tmp_path / 'b.log'}:3", f"{tmp_path / 'b.log'}:4"]
+    rc, rows, _ = run(capsys, "--local", "--json", "--budget-seconds", "0.001", str(hard(tmp_path / "h.edn")))
+    assert rc == 2 and rows[0]["valid"] == "unknown"
+
+
+def test_bad_input_is_254(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    rc, _, err = run(capsys, "--local", str(tmp_path / "missing.log"))
+    assert rc == 254 and "missing.log" in err
+    (tmp_path / "x.edn").write_text('[{:process 0 :type :invoke\n :f :cas :value "[" }\n')
+    rc, _, err = run(capsys, "--local", str(tmp_path / "x.edn"))
+    assert rc == 254 and f"{tmp_path / 'x.edn'}:1:" in err
+    rc, _, err = run(capsys, "--local", "--model", "bogus", str(tmp_path / "x.edn"))
+    assert rc == 254 and "--model" in err
+
+
+@pytest.mark.integration
+def test_store_dir_and_reference_share_one_session(tmp_path: Path, capsys, spark) -> None:  # noqa: ANN001
+    log = EventLog("run1")
+    log.emit("agent:1", "controller_elected", process=1, broker_id=1, controller_epoch=1, epoch_zk_version=0)
+    log.emit("agent:1", "controller_zk_write", "ok", 1, controller_epoch=1, checked_version=None, op="set",
+             path="/p", zxid=5, error=None)
+    store = tmp_path / "store" / "t" / "1"
+    log.write(store / "history.jsonl")
+    (tmp_path / "g.log").write_text(GOOD)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text((store / "history.jsonl").read_text() + '{"src": "agent:1", "se')
+    rc, rows, _ = run(capsys, "--json", "--write", str(store), str(tmp_path / "g.log"), str(torn))
+    assert rc == 1
+    assert [r["valid"] for r in rows[1:2]] == [True]
+    assert rows[0]["valid"] is False and rows[0]["path"] == str(store)
+    assert any(a["checker"] == "controller_write_fencing" and a["event_ids"] == ["agent:1/2"] for a in rows[0]["anomalies"])
+    assert json.loads((store / "results-check.json").read_text())["valid"] is False
+    assert rows[2]["stats"]["events"] == 2  # the torn last line is tolerated
+    (tmp_path / "broken.jsonl").write_text('{"src": "a", "seq": 1, "type": "event", "f": "x", "t_wall": 1}\nnot json\n')
+    rc, _, err = run(capsys, str(tmp_path / "broken.jsonl"))
+    assert rc == 254 and f"{tmp_path / 'broken.jsonl'}:2:" in err
