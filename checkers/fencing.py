@@ -344,7 +344,8 @@ def max_broker_epoch(ev: DataFrame) -> DataFrame:
     """Max-broker-epoch mode: a request N applied with MaxBrokerEpoch M had M >= N's own epoch and was
     built (control_send, same request_id) from a map holding N's current epoch."""
     F = _F()
-    r = _applied_recv(ev).filter(F.col("v_max_broker_epoch").isNotNull())
+    # -1 is the wire value for "not in max-broker-epoch mode": the per-broker check governs then.
+    r = _applied_recv(ev).filter(F.col("v_max_broker_epoch").isNotNull() & (F.col("v_max_broker_epoch") != -1))
     s = ev.filter(F.col("f") == "control_send").select(
         "hist", F.col("v_request_id").alias("v_request_id"), F.col("v_target").alias("b"),
         F.col("v_epoch_map").alias("emap"), F.col("id").alias("sid"),

@@ -46,18 +46,17 @@ def fencing_results(ev: DataFrame, paths: Sequence[str], names: list[str] | None
     return out
 
 
-def _registration(spark: SparkSession, path: str) -> Result | None:
-    """The lead's ``checkers.registration.check(spark, [paths])``, when that module exists."""
-    try:
-        from checkers import registration
-    except ImportError:
-        return None
-    fn = getattr(registration, "check", None)
-    return None if fn is None else fn(spark, [path])
+def _registration(spark: SparkSession, path: str, margin_ms: int | None) -> Result:
+    """Registration epochs confirmed by the observer and timed liveness (``checkers.registration``)."""
+    from checkers import registration
+
+    margin = registration.DEFAULT_MARGIN_MS if margin_ms is None else margin_ms
+    return registration.check(spark, [path], margin_ms=margin)
 
 
 def check_project_histories(
-    spark: SparkSession, paths: Sequence[str], *, parquet: str | None = None, zxid: bool = True
+    spark: SparkSession, paths: Sequence[str], *, parquet: str | None = None, zxid: bool = True,
+    margin_ms: int | None = None,
 ) -> dict[str, Result]:
     from checkers import events_df
 
@@ -74,9 +73,7 @@ def check_project_histories(
     out: dict[str, Result] = {}
     for p in paths:
         named = dict(per[p])
-        reg = _registration(spark, p)
-        if reg is not None:
-            named["registration"] = reg
+        named["registration"] = _registration(spark, p, margin_ms)
         out[p] = compose(named, events=int(counts.get(p, 0)), model="epoch-fencing")
     ev.unpersist()
     return out

@@ -123,11 +123,13 @@ def execute(opts: RunOptions, console: Console | None = None) -> RunOutcome:
     console.print(f"[bold]collect[/] {n} events → {run_dir / 'history.jsonl'}")
 
     with console.status("check: waiting for Spark"):
-        from checkers.registration import check
+        from checkers.project import check_project_histories
 
         spark = spark_future.result()
-        console.print(f"[bold]check[/] on Spark {spark.sparkContext.master}")
-        results = check(spark, [str(run_dir / "history.jsonl")], margin_ms=opts.margin_ms)
+        console.print(f"[bold]check[/] on Spark {spark.sparkContext.master}: registration, epoch-fencing "
+                      "invariants, zxid sweep")
+        history = str(run_dir / "history.jsonl")
+        results = check_project_histories(spark, [history], margin_ms=opts.margin_ms)[history]
     write_json(run_dir / "results.json", results)
     return RunOutcome(results["valid"], run_dir, results)
 

@@ -113,11 +113,21 @@ def c11(log: EventLog, bad: bool) -> None:
              broker_epoch=-1, max_broker_epoch=E2, own_epoch=E2, outcome="applied", error_code=0)
 
 
+def c11b(log: EventLog, bad: bool) -> None:
+    """Per-broker mode carries MaxBrokerEpoch -1: invariant 11 must not judge it (a real run's shape)."""
+    mbe = E1 if bad else -1
+    log.emit("agent:1", "control_send", process=1, request_id=10, kind="UpdateMetadata", target=2,
+             controller_epoch=1, broker_epoch=E2, max_broker_epoch=mbe, epoch_map={"2": E2}, full=True, partitions=[])
+    log.emit("agent:2", "control_recv", process=2, request_id=10, kind="UpdateMetadata", controller_epoch=1,
+             broker_epoch=E2, max_broker_epoch=mbe, own_epoch=E2, outcome="applied", error_code=0)
+
+
 CASES: dict[str, tuple[str, Callable[[EventLog, bool], None]]] = {
     "1": ("registration_epochs", c1), "2": ("single_registrant", c2), "3": ("registration_liveness", c3),
     "4": ("control_request_epochs", c4), "5": ("controller_epochs", c5), "6": ("controller_write_fencing", c6),
     "7": ("bounce_handling", c7), "8": ("controlled_shutdown_epochs", c8), "9": ("isr_expansion", c9),
     "10": ("partition_states", c10), "10b": ("partition_states", c10b), "11": ("max_broker_epoch", c11),
+    "11b": ("max_broker_epoch", c11b),
 }
 
 

@@ -79,16 +79,27 @@ class Kafka14845(Scenario):
             return stat if stat is not None and stat.ephemeralOwner != s1 else None
 
         stat = ctx.wait(orphan, 6, "the re-registration")
+        s2 = stat.ephemeralOwner if stat is not None else None
         if stat is not None:
-            ctx.step(f"   {path} re-created: czxid {stat.czxid}, owner {hx(stat.ephemeralOwner)}")
+            ctx.step(f"   {path} re-created: czxid {stat.czxid}, owner {hx(s2)} — a session the broker never learnt")
         deadline = healed + ctx.T + self.margin_ms / 1000.0 + 0.3
-        ctx.step(f"4. wait T + margin ({ctx.T * 1000:.0f} + {self.margin_ms} ms) after the heal for the "
-                 "registration-liveness deadline")
-        ctx.sleep(deadline - time.time())
+        ctx.step(f"4. watch {path} until T + margin ({ctx.T * 1000:.0f} + {self.margin_ms} ms) after the heal "
+                 "(the registration-liveness deadline)")
+        last = (stat.czxid, stat.ephemeralOwner) if stat is not None else None
+        while time.time() < deadline:
+            cur = zk.exists(path)
+            key = (cur.czxid, cur.ephemeralOwner) if cur is not None else None
+            if key != last:
+                if cur is None:
+                    ctx.step(f"   {path} deleted: owner {hx(last[1] if last else None)} expired")
+                else:
+                    ctx.step(f"   {path} now czxid {cur.czxid}, owner {hx(cur.ephemeralOwner)}"
+                             + (" (the broker's own session)" if cur.ephemeralOwner != s2 else ""))
+                last = key
+            time.sleep(0.1)
         final = zk.exists(path)
-        ctx.step(f"   now: {path} " + (f"czxid {final.czxid}, owner {hx(final.ephemeralOwner)}" if final else
-                                       "does not exist"))
-
+        ctx.step(f"   at the deadline: {path} " + (f"czxid {final.czxid}, owner {hx(final.ephemeralOwner)}" if final
+                                                  else "does not exist — the broker is up but unregistered"))
 
 SCENARIO = Kafka14845(
     id="KAFKA-14845",
