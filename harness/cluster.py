@@ -51,6 +51,19 @@ def state_path(run_id: str) -> Path:
     return STATE_DIR / f"{run_id}.json"
 
 
+def process_start_time(pid: int) -> int | None:
+    """Kernel start time of ``pid`` (clock ticks since boot): tells a live owner from a reused pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def owner_alive(pid: int | None, start: int | None) -> bool:
+    return pid is not None and start is not None and process_start_time(pid) == start
+
+
 @dataclass
 class RunState:
     """What a run has started, written as it goes: the input of `harness teardown`."""
@@ -62,6 +75,9 @@ class RunState:
     local_pids: list[int] = field(default_factory=list)
     node_pidfiles: dict[str, list[str]] = field(default_factory=dict)
     node_workdirs: dict[str, str] = field(default_factory=dict)
+    # The control-node process that owns the run: `harness teardown` leaves live runs alone.
+    owner_pid: int = field(default_factory=os.getpid)
+    owner_start: int | None = field(default_factory=lambda: process_start_time(os.getpid()))
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def save(self) -> None:

@@ -8,12 +8,14 @@ import shlex
 import shutil
 from pathlib import Path
 
-from harness.cluster import STATE_DIR
+from harness.cluster import STATE_DIR, owner_alive
 from harness.remote import kill_local_pid
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("teardown", help="stop everything a crashed run left behind", description=__doc__)
+    p.add_argument("--force", action="store_true",
+                   help="also stop runs whose control process is still alive (default: leave them running)")
     p.set_defaults(func=run)
 
 
@@ -28,6 +30,10 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, json.JSONDecodeError) as e:
             print(f"teardown: {path}: unreadable state ({e}); removing it")
             path.unlink(missing_ok=True)
+            continue
+        if not args.force and owner_alive(st.get("owner_pid"), st.get("owner_start")):
+            print(f"teardown: run {st.get('run_id')} is still running (pid {st['owner_pid']}); "
+                  "left alone (use --force to stop it)")
             continue
         killed = 0
         if st.get("embedded", True):

@@ -83,7 +83,12 @@ def test_harness_teardown_cleans_up_after_a_crashed_run(tmp_path):
     try:
         assert proc.stdout.readline().strip() == "ready"
         marker = str(tmp_path / "scratch")
-        assert len(processes_mentioning(marker)) >= 8  # sshd, toxiproxy, 3 ZooKeeper, 3 agents
+        started = processes_mentioning(marker)
+        assert len(started) >= 8  # sshd, toxiproxy, 3 ZooKeeper, 3 agents
+        live = subprocess.run([sys.executable, "-m", "harness.cli", "teardown"], capture_output=True, text=True,
+                              env=env, cwd=REPO, timeout=60)
+        assert "still running" in live.stdout, "teardown must leave a run whose owner is alive alone"
+        assert len(processes_mentioning(marker)) == len(started)
         os.kill(proc.pid, signal.SIGKILL)  # the control node crashes: nothing of its own cleans up
         proc.wait(10)
         assert processes_mentioning(marker), "the crash should have left the cluster running"
