@@ -244,6 +244,18 @@ def on_nodes(items: Iterable[N], fn: Callable[[N], T], max_workers: int = 16) ->
         return results
 
 
+def stop_child(process: subprocess.Popen | None, grace: float = 5.0) -> None:
+    """Terminate a child process started by the control node; SIGKILL after ``grace`` seconds."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(grace)
+
+
 def kill_local_pid(pid: int, sig: int = signal.SIGKILL) -> bool:
     """Signal a local process group (falling back to the pid). Used by crash teardown."""
     for target in (-pid, pid):

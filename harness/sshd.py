@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.ports import free_port_on_all
+from harness.remote import stop_child
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
@@ -108,13 +109,5 @@ class EmbeddedSshd:
             raise RuntimeError(f"sshd not listening on {pending} port {self.port} after {timeout}s")
 
     def stop(self) -> None:
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+        stop_child(self.process)
         self.process = None

@@ -18,6 +18,7 @@ from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 
 from harness.ports import free_port
+from harness.remote import stop_child
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,13 +79,7 @@ class ToxiproxyServer:
         raise RuntimeError(f"toxiproxy-server not answering on {self.host}:{self.port}")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+        stop_child(self.process)
         self.process = None
 
 

@@ -12,7 +12,6 @@ No ZooKeeper call ever runs inside a kazoo callback: watches and state changes o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import queue
 import signal
@@ -53,24 +52,6 @@ def broker_json(cfg: AgentConfig) -> bytes:
     return zn.broker_payload(cfg.host, cfg.port)
 
 
-def _last_seq(path: str) -> int:
-    """Highest seq already in an events file (a restarted agent appends to the same file)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - 65536))
-            tail = fh.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return 0
-    for line in reversed(tail):
-        try:
-            return int(json.loads(line)["seq"])
-        except (ValueError, KeyError, TypeError):
-            continue
-    return 0
-
-
 class RegistrationFailed(Exception):
     """Kafka's NodeExistsException out of CheckedEphemeral: the event fails, nothing retries."""
 
@@ -78,9 +59,8 @@ class RegistrationFailed(Exception):
 class BrokerAgent:
     def __init__(self, cfg: AgentConfig) -> None:
         self.cfg = cfg
-        last_seq = _last_seq(cfg.events_path)
+        # A restarted agent appends to the same file; EventWriter continues its seq numbering.
         self.events = EventWriter(cfg.events_path, src=f"agent:{cfg.broker_id}", run=cfg.run)
-        self.events._seq = last_seq  # noqa: SLF001 - a restarted agent appends: seq is never reused
         self.path = broker_path(cfg.broker_id)
         self.recorded_session = NO_SESSION  # R: set after every successful create
         self.registered_session: int | None = None
