@@ -24,6 +24,8 @@ ENVELOPE_DDL = (
 )
 
 # Every value field a checker reads. JSON ints are 64-bit: BIGINT keeps session ids and zxids exact.
+# from_json is PERMISSIVE: a field of the wrong type (a string epoch, a null where a map belongs) parses
+# to null on its own and never fails the row; checkers must treat null as "cannot decide".
 VALUE_DDL = ", ".join(
     [
         "broker_id BIGINT, epoch BIGINT, czxid BIGINT, mzxid BIGINT, session_id BIGINT, recorded_session BIGINT",
@@ -37,6 +39,7 @@ VALUE_DDL = ", ".join(
         "replica_epoch BIGINT, leader BIGINT, leader_epoch BIGINT, partition_epoch BIGINT",
         "new_isr_with_epochs ARRAY<STRUCT<id: BIGINT, epoch: BIGINT>>, based_on_fetch MAP<STRING, STRING>",
         "isr ARRAY<BIGINT>, zk_version BIGINT, offset BIGINT, acks STRING",
+        "live_brokers ARRAY<BIGINT>, session_learned BOOLEAN",
     ]
 )
 

@@ -18,30 +18,35 @@ MAX_ANOMALIES_PER_CHECKER = 20
 
 
 def fencing_results(ev: DataFrame, paths: Sequence[str], names: list[str] | None = None) -> dict[str, dict[str, Result]]:
-    """{path: {checker: result}} for the epoch-fencing invariants, collected in one Spark job."""
+    """{path: {checker: result}} for the epoch-fencing invariants, collected in one Spark job. A checker
+    with anomaly rows is invalid; with only ``verdict="unknown"`` rows it is unknown (reasons in stats)."""
     from pyspark.sql import functions as F
 
     names = names or list(fencing.CHECKERS)
     an = fencing.all_anomalies(ev, names)
     rows = (
-        an.groupBy("hist", "checker")
+        an.groupBy("hist", "checker", "verdict")
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.slice(F.collect_list(F.struct("message", "event_ids", "key")), 1, MAX_ANOMALIES_PER_CHECKER).alias("first"),
         )
         .collect()
     )
-    found: dict[tuple[str, str], Any] = {(r["hist"], r["checker"]): r for r in rows}
+    found: dict[tuple[str, str, str], Any] = {(r["hist"], r["checker"], r["verdict"]): r for r in rows}
     out: dict[str, dict[str, Result]] = {}
     for p in paths:
         per: dict[str, Result] = {}
         for name in names:
-            r = found.get((p, name))
-            if r is None:
-                per[name] = result(True, [], anomalies_total=0)
+            bad, unk = found.get((p, name, "invalid")), found.get((p, name, "unknown"))
+            unknown_stats: dict[str, Any] = {}
+            if unk is not None:  # what the checker could not decide: the reason, never a silent pass
+                unknown_stats = {"unknown_total": int(unk["n"]), "unknown_reasons": [
+                    {"message": a["message"], "event_ids": list(a["event_ids"] or [])} for a in unk["first"]]}
+            if bad is None:
+                per[name] = result("unknown" if unk is not None else True, [], anomalies_total=0, **unknown_stats)
                 continue
-            ans = [anomaly(name, a["message"], a["event_ids"] or [], **json.loads(a["key"] or "{}")) for a in r["first"]]
-            per[name] = result(False, ans, anomalies_total=int(r["n"]))
+            ans = [anomaly(name, a["message"], a["event_ids"] or [], **json.loads(a["key"] or "{}")) for a in bad["first"]]
+            per[name] = result(False, ans, anomalies_total=int(bad["n"]), **unknown_stats)
         out[p] = per
     return out
 

@@ -83,14 +83,45 @@ def c8(log: EventLog, bad: bool) -> None:
              leader_moves=[["t", 0, 3]] if bad else [], stop_replicas=[])
 
 
-def c9(log: EventLog, bad: bool) -> None:
-    log.emit("agent:2", "fetch", process=2, topic="t", partition=0, replica=3, replica_epoch=E1 if bad else E2,
-             fetch_offset=10, leader=2, leader_epoch=1, request_id="f1")
-    log.emit("agent:2", "alter_partition", process=2, request_id="a1", topic="t", partition=0, leader=2,
-             leader_epoch=1, partition_epoch=1, new_isr_with_epochs=[{"id": 2, "epoch": E1}, {"id": 3, "epoch": E2}],
-             based_on_fetch={"3": "f1"})
-    log.emit("agent:1", "alter_partition_handled", process=1, request_id="a1", topic="t", partition=0,
+def c7b(log: EventLog, bad: bool) -> None:
+    """A pre-KIP-380 controller never lists the bounce: judged from broker 2's own re-registration."""
+    registered(log, b=2, epoch=E1)
+    a = "agent:1"
+    log.emit(a, "broker_change", process=1, controller_epoch=1, live={"2": E1}, new=[2], dead=[], bounced=[])
+    for kind in ("UpdateMetadata", "LeaderAndIsr"):
+        log.emit(a, "control_send", process=1, request_id=kind, kind=kind, target=2, controller_epoch=1,
+                 broker_epoch=E1, epoch_map={"2": E1}, full=True, partitions=[])
+    registered(log, b=2, epoch=E2, sess=S2)
+    log.emit(a, "broker_change", process=1, controller_epoch=1, live={"2": E1 if bad else E2}, new=[], dead=[],
+             bounced=[] if bad else [2])
+    if not bad:
+        for kind in ("UpdateMetadata", "LeaderAndIsr"):
+            log.emit(a, "control_send", process=1, request_id=kind + "2", kind=kind, target=2, controller_epoch=1,
+                     broker_epoch=E2, epoch_map={"2": E2}, full=True, partitions=[])
+    log.t += 10
+    log.emit("harness", "run_end", live_brokers=[1, 2])
+
+
+def c9(log: EventLog, bad: bool, fetch_id: str | None = None) -> None:
+    """Broker 3 restarted (E1 -> E2) before the commit; the expansion's fetch (an event id) is by E1 or E2."""
+    ps = dict(topic="t", partition=0, controller_epoch=1, leader=2, leader_epoch=1)
+    log.emit("agent:1", "partition_state", process=1, isr=[2], zk_version=1, zxid=E1 - 1, **ps)
+    registered(log, b=3, epoch=E1)
+    f = log.emit("agent:2", "fetch", process=2, topic="t", partition=0, replica=3, replica_epoch=E1 if bad else E2,
+                 fetch_offset=10, leader=2, leader_epoch=1, request_id="b3-fetch-1")
+    registered(log, b=3, epoch=E2, sess=S2)
+    log.emit("agent:2", "alter_partition", process=2, request_id="b2-alter-1", topic="t", partition=0, leader=2,
+             leader_epoch=1, partition_epoch=1, new_isr_with_epochs=[{"id": 2, "epoch": -1}, {"id": 3, "epoch": -1}],
+             based_on_fetch={"3": fetch_id or f}, broker_epoch=E1, broker_id=2)
+    log.emit("agent:1", "partition_state", process=1, isr=[2, 3], zk_version=2, zxid=E2 + 1, **ps)
+    log.emit("agent:1", "alter_partition_handled", process=1, request_id="b2-alter-1", topic="t", partition=0,
+             leader=2, broker_epoch=E1, new_isr_with_epochs=[{"id": 2, "epoch": -1}, {"id": 3, "epoch": -1}],
              outcome="accepted", error_code=0, isr=[2, 3], leader_epoch=1, partition_epoch=2, live={"2": E1, "3": E2})
+
+
+def c9_unresolved(log: EventLog, bad: bool) -> None:
+    """based_on_fetch names a fetch request id (not an event id): undecidable, so unknown, never valid."""
+    c9(log, False, fetch_id="b3-fetch-1")
 
 
 def c10(log: EventLog, bad: bool) -> None:
@@ -125,7 +156,7 @@ def c11b(log: EventLog, bad: bool) -> None:
 CASES: dict[str, tuple[str, Callable[[EventLog, bool], None]]] = {
     "1": ("registration_epochs", c1), "2": ("single_registrant", c2), "3": ("registration_liveness", c3),
     "4": ("control_request_epochs", c4), "5": ("controller_epochs", c5), "6": ("controller_write_fencing", c6),
-    "7": ("bounce_handling", c7), "8": ("controlled_shutdown_epochs", c8), "9": ("isr_expansion", c9),
+    "7": ("bounce_handling", c7), "7b": ("bounce_handling", c7b), "8": ("controlled_shutdown_epochs", c8), "9": ("isr_expansion", c9),
     "10": ("partition_states", c10), "10b": ("partition_states", c10b), "11": ("max_broker_epoch", c11),
     "11b": ("max_broker_epoch", c11b),
 }
@@ -164,3 +195,31 @@ def test_invariant(verdicts, case: str, bad: bool) -> None:  # noqa: ANN001
 
 def test_every_invariant_is_covered() -> None:
     assert {name for name, _ in CASES.values()} == set(fencing.CHECKERS)
+
+
+def test_unresolvable_basis_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
+    from checkers import events_df, project
+
+    log = EventLog(run="9u")
+    c9_unresolved(log, False)
+    p = str(log.write(tmp_path / "9u.jsonl"))
+    ev = events_df.load_events(spark, [p])
+    r = project.fencing_results(ev, [p], ["isr_expansion"])[p]["isr_expansion"]
+    assert r["valid"] == "unknown", r
+    assert "no fetch event" in r["stats"]["unknown_reasons"][0]["message"], r
+
+
+def test_malformed_fields_never_crash(spark, tmp_path) -> None:  # noqa: ANN001
+    """Wrong-typed or null values (the 'null' -> BIGINT ANSI crash) yield null fields, not an exception."""
+    from checkers import events_df, project
+
+    log = EventLog(run="junk")
+    c9(log, True)
+    log.emit("agent:1", "alter_partition_handled", process=1, request_id=None, topic="t", partition="zero",
+             outcome="accepted", error_code=0, isr=None, partition_epoch="x", live={"3": "nope"})
+    log.emit("agent:1", "broker_change", process=1, controller_epoch="1", live=None, bounced=["x"], dead=None)
+    log.emit("agent:1", "control_send", process=1, kind="LeaderAndIsr", target="two", broker_epoch=None)
+    p = str(log.write(tmp_path / "junk.jsonl"))
+    ev = events_df.load_events(spark, [p])
+    res = project.fencing_results(ev, [p])[p]
+    assert res["isr_expansion"]["valid"] is False, res["isr_expansion"]

@@ -5,7 +5,7 @@ kafka-semantics.md §5/§8 (KIP-903's motivating sequence), A leads t14139-0 wit
 fenced (its session expires); (4) B restarts with an empty disk (and cannot fetch: its link to A is
 cut); (5) the controller sees the new registration; (6) the old AlterPartition arrives: the ZK
 controller checks only liveness (``isr_epoch_check=off``), so the empty B enters the ISR —
-``isr-eligibility`` fires (the expansion rests on a fetch by B's previous incarnation). Then A fails
+``isr_expansion`` fires (the expansion rests on a fetch by B's previous incarnation). Then A fails
 and the controller elects B: acknowledged (acks=all) records are gone. With KIP-903
 (``isr_epoch_check=kip903``) the stale entry is rejected with INELIGIBLE_REPLICA (107) and the
 partition goes offline instead of losing data.
@@ -116,9 +116,10 @@ SCENARIO = Kafka14139(
     title="empty-disk replica joins the ISR via a delayed AlterPartition; committed data lost on failover",
     jira="KAFKA-14139",
     story=__doc__ or "",
-    checkers=["isr-eligibility"],  # checkers.fencing.isr_expansion crashes on these histories (see docs/repro.md)
+    checkers=["isr_expansion"],
     bug_toggles={"isr_epoch_check": "off"},
     fixed_toggles={"isr_epoch_check": "kip903"},
     brokers=[1, 2, 3],
     extra={"replica_lag_time_max_ms": 30000},  # Kafka's default replica.lag.time.max.ms
+    needs_spark=True,  # isr_expansion runs on Spark: warm the JVM while the cluster starts
 )

@@ -3,7 +3,7 @@
 (a) Fast bounce missed: hold the controller's event thread, restart B so /brokers/ids/B is
     re-created (czxid E1 → E2), release. The id set is unchanged, so a pre-KIP-380 controller
     (``broker_epoch_check=off``) runs no onBrokerFailure/onBrokerStartup and B's replicas stay
-    offline; ``bounce-observed`` fires. With KIP-380 the czxid increase is a bounce: B gets a full
+    offline; ``bounce_handling`` fires. With KIP-380 the czxid increase is a bounce: B gets a full
     UpdateMetadata and a LeaderAndIsr with E2.
 (b) Stale StopReplica applied: B's controlled shutdown removes it from the ISR; a StopReplica
     carrying E1 is held back; B restarts (E2) and becomes a follower again; the held StopReplica
@@ -101,7 +101,7 @@ class FastBounce(BounceBase):
         ev = self.wait_follower(ctx, b, e2 or -1, timeout=4)
         if ev is None:
             ctx.step(f"   broker {b} got no LeaderAndIsr with E2 = {e2}: its replica of {TOPIC}-0 stays offline")
-        ctx.sleep(t_release + 3.2 - time.time())  # bounce-observed's grace: 3 s to send LeaderAndIsr
+        ctx.sleep(t_release + 3.2 - time.time())  # bounce_handling's grace: 3 s to send LeaderAndIsr
 
 
 class StaleStopReplica(BounceBase):
@@ -144,8 +144,8 @@ THREE = [1, 2, 3]
 SCENARIOS = [
     FastBounce(
         id="KAFKA-7235-fast-bounce", title="KIP-380 (a): a fast bounce is missed, the broker's replicas stay offline",
-        jira="KAFKA-7235", story=__doc__ or "", checkers=["bounce-observed"], bug_toggles=BUG,
-        fixed_toggles=FIXED, brokers=THREE),
+        jira="KAFKA-7235", story=__doc__ or "", checkers=["bounce_handling"], bug_toggles=BUG,
+        fixed_toggles=FIXED, brokers=THREE, needs_spark=True),
     StaleStopReplica(
         id="KAFKA-7235-stale-stopreplica",
         title="KIP-380 (b): a StopReplica from before a bounce stops the new incarnation's follower",

@@ -4,7 +4,7 @@ Registration checks (``registration-epochs``, ``registration-liveness``) are
 ``checkers.registration.check_rows``: run locally on rows extracted exactly as that module's Spark
 loader extracts them (``--spark`` runs the Spark loader instead). The epoch-fencing invariants
 (``bounce_handling``, ``control_request_epochs``, ``isr_expansion``, ...) run on Spark through
-``checkers.project.fencing_results``.
+``checkers.project.fencing_results``: one implementation per invariant, shared with ``harness check``.
 """
 
 from __future__ import annotations
@@ -74,12 +74,7 @@ def evaluate(session: Any, scenario: Any, history: Path) -> dict[str, Any]:
             reg = check_rows(registration_rows(history), margin_ms=scenario.margin_ms)
         for name, sub in reg["checkers"].items():
             named[name] = {**sub, "anomalies": [a for a in reg["anomalies"] if a.get("checker") == name]}
-    from workloads.repro.checks import LOCAL_CHECKERS, run_local
-
-    local = [c for c in wanted if c in LOCAL_CHECKERS]
-    if local:
-        named.update(run_local(local, history))
-    fencing = [c for c in wanted if c not in REGISTRATION and c not in LOCAL_CHECKERS]
+    fencing = [c for c in wanted if c not in REGISTRATION]
     if fencing:
         from checkers import events_df
         from checkers.project import fencing_results
