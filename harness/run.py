@@ -45,6 +45,8 @@ class RunOptions:
     schedule: Schedule | None = None
     agent_extra: dict[str, Any] = field(default_factory=dict)
     zkproxy: bool = False  # route agent→ZooKeeper traffic through the wire proxy (fault "zk_rules")
+    package_faults: list[str] = field(default_factory=list)  # random package of these faults (seeded)
+    package_interval: float = 5.0
 
 
 @dataclass
@@ -91,7 +93,12 @@ def execute(opts: RunOptions, console: Console | None = None) -> RunOutcome:
     opts = replace(opts, seed=seed)
     rng = random.Random(seed)
     T = inv.agents.session_timeout_ms / 1000.0
-    schedule = opts.schedule or _default_schedule(inv, opts, rng, T)
+    if opts.schedule is not None:
+        schedule = opts.schedule
+    elif opts.package_faults:
+        schedule = _package(opts, seed)
+    else:
+        schedule = _default_schedule(inv, opts, rng, T)
 
     store = Path(opts.store)
     run_dir = new_run_dir(store, opts.test)
@@ -132,6 +139,19 @@ def execute(opts: RunOptions, console: Console | None = None) -> RunOutcome:
         results = check_project_histories(spark, [history], margin_ms=opts.margin_ms)[history]
     write_json(run_dir / "results.json", results)
     return RunOutcome(results["valid"], run_dir, results)
+
+
+def _package(opts: RunOptions, seed: int) -> Schedule:
+    """Jepsen-style combined package: each fault flip-flops at random intervals (seeded)."""
+    from nemesis.packages import DEFAULT_TARGETS, package_schedule
+
+    unknown = [f for f in opts.package_faults if f not in DEFAULT_TARGETS]
+    if unknown:
+        raise UsageError(f"--faults: {', '.join(unknown)} cannot be packaged (choose from "
+                         f"{', '.join(DEFAULT_TARGETS)})")
+    if opts.package_interval <= 0:
+        raise UsageError(f"--interval: must be > 0 seconds, got {opts.package_interval}")
+    return package_schedule(opts.package_faults, opts.package_interval, opts.time_limit, seed)
 
 
 def _default_schedule(inv: Inventory, opts: RunOptions, rng: random.Random, T: float) -> Schedule:

@@ -27,6 +27,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--margin-ms", type=int, default=3000,
                    help="liveness margin on top of the session timeout (default 3000)")
     p.add_argument("--schedule", metavar="FILE", help="scripted fault schedule (TOML) to replay instead of the default")
+    p.add_argument("--faults", metavar="F1,F2",
+                   help="random package of these faults instead of the default isolate (e.g. partition,kill,pause); "
+                        "seeded by --seed, with a final heal and a recovery wait")
+    p.add_argument("--interval", type=float, default=5.0, metavar="S",
+                   help="mean seconds between a packaged fault's start and stop (default 5)")
     p.add_argument("--zkproxy", action="store_true",
                    help="route agent→ZooKeeper traffic through the ZooKeeper wire proxy (enables fault zk_rules)")
     p.add_argument("--test", default=None, help="test name used in the store path")
@@ -48,7 +53,11 @@ def run(args: argparse.Namespace) -> int:
         schedule = load_schedule(args.schedule)
     opts = RunOptions(inventory=args.inventory, time_limit=args.time_limit, spark_master=args.spark_master,
                       toggles=toggles, target=args.target, seed=args.seed, margin_ms=args.margin_ms,
-                      schedule=schedule, zkproxy=args.zkproxy)
+                      schedule=schedule, zkproxy=args.zkproxy,
+                      package_faults=[f.strip() for f in args.faults.split(",") if f.strip()] if args.faults else [],
+                      package_interval=args.interval)
+    if args.faults and schedule is not None:
+        raise UsageError("--faults and --schedule: choose one")
     if args.store:
         opts.store = args.store
     if args.test:

@@ -41,3 +41,22 @@ def test_proxy_rules_armed_mid_run_expire_every_session_and_brokers_reregister(t
         assert len(oks) >= 2 and oks[-1].value["epoch"] > oks[0].value["epoch"], f"broker {b} did not re-register"
     scratch = json.loads((outcome.run_dir / "run.json").read_text())["scratch"]
     assert processes_mentioning(scratch) == []
+
+
+def test_random_package_is_seeded_recorded_and_fully_healed(tmp_path):
+    opts = RunOptions(store=str(tmp_path / "store"), time_limit=12, seed=11, package_faults=["partition", "pause"],
+                      package_interval=3.0, test="package")
+    outcome = execute(opts)
+    run = json.loads((outcome.run_dir / "run.json").read_text())
+    assert run["seed"] == 11 and run["schedule"]["name"] == "package-partition+pause-s11"
+    steps = run["schedule"]["steps"]
+    assert {s["f"] for s in steps} <= {"partition", "pause"} and steps
+    history = list(read_events(outcome.run_dir / "history.jsonl"))
+    done = [e for e in history if e.src == "nemesis" and e.value.get("stage") in ("complete", "error")
+            and e.f in ("partition", "pause")]
+    assert len(done) == len(steps), "every packaged step ran (or was recorded as a failed fault)"
+    heals = [e.value["reason"] for e in history if e.f == "heal" and e.value.get("stage") == "complete"]
+    assert heals[:1] == ["setup"] and "final" in heals
+    results = json.loads((outcome.run_dir / "results.json").read_text())
+    assert results["valid"] == outcome.valid and "registration" in results["checkers"]
+    assert processes_mentioning(run["scratch"]) == []
