@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -46,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # The control node's own ZooKeeper clients (observer, admin) lose connections whenever a fault
+    # hits a server; kazoo logs each drop as a warning. Expected here, so keep them off the terminal.
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
