@@ -14,6 +14,7 @@ tested on plain data.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,9 @@ from checkers.result import UNKNOWN, anomaly, compose, result
 RELEVANT = ("register", "deregistered", "session", "agent_start", "agent_stop", "broker_znode", "heal",
             "run_end", "register_skipped")
 DEFAULT_MARGIN_MS = 3000
+# The value fields these checks read: one list for the Spark loader and the pure-Python reader.
+LONG_FIELDS = ("epoch", "czxid", "owner", "session_id", "session_timeout_ms")
+TEXT_FIELDS = ("exists", "final", "phase", "stage", "state", "live_brokers", "margin_ms", "reason")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,15 +59,50 @@ def load_relevant(spark: Any, paths: list[str]) -> list[dict[str, Any]]:
         .select(
             "id", "src", "seq", "t_wall", "type", "f",
             F.coalesce(num("broker_id"), F.col("process").try_cast("long")).alias("broker"),
-            num("epoch"), num("czxid"), num("owner"), num("session_id"), num("session_timeout_ms"),
-            text("exists"), text("final"), text("phase"), text("stage"), text("state"), text("live_brokers"),
-            text("margin_ms"), text("reason"),
+            *(num(f) for f in LONG_FIELDS), *(text(f) for f in TEXT_FIELDS),
         )
         .repartition("broker")
         .sortWithinPartitions("broker", "src", "seq")
         .collect()
     )
     return [r.asDict() for r in rows]
+
+
+def rows_from_history(path: str) -> list[dict[str, Any]]:
+    """The rows ``load_relevant`` extracts, read without Spark (for callers that must be fast)."""
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            d = json.loads(line)
+            if d.get("f") not in RELEVANT:
+                continue
+            v = d.get("value") or {}
+            broker = _as_long(v.get("broker_id"))
+            row = {"id": d["id"], "src": d["src"], "seq": d["seq"], "t_wall": d["t_wall"], "type": d["type"],
+                   "f": d["f"], "broker": _as_long(d.get("process")) if broker is None else broker}
+            row.update({k: _as_long(v.get(k)) for k in LONG_FIELDS})
+            row.update({k: _as_json_text(v.get(k)) for k in TEXT_FIELDS})
+            rows.append(row)
+    return rows
+
+
+def _as_long(x: Any) -> int | None:
+    """Spark's ``try_cast('long')`` of a JSON value: None for booleans, nulls and non-numbers."""
+    if isinstance(x, bool) or x is None:
+        return None
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _as_json_text(x: Any) -> str | None:
+    """What Spark's ``get_json_object`` returns: raw strings, JSON text for everything else."""
+    if x is None or isinstance(x, str):
+        return x
+    return json.dumps(x, separators=(",", ":"))
 
 
 def _bool(x: Any) -> bool:
@@ -153,8 +192,6 @@ def check_liveness(broker: int, agent_events: list[dict], observed: list[dict], 
 
 
 def _json_list(x: Any) -> list:
-    import json
-
     if x is None:
         return []
     return x if isinstance(x, list) else json.loads(x)
