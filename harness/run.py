@@ -225,9 +225,7 @@ def _play(runner: NemesisRunner, schedule: Schedule, time_limit: float, console:
                 ok = runner.invoke(step.op)
                 console.print(f"  [yellow]{elapsed:6.1f}s[/] nemesis {step.op.f} {step.op.phase} "
                               f"{','.join(step.op.targets)}{'' if ok else ' [red](failed, recorded as info)[/]'}")
-            if elapsed >= time_limit and not pending:
-                break
-            if elapsed >= max(time_limit, schedule.end) + 0.0:
+            if elapsed >= time_limit and not pending:  # steps past the limit still run first
                 break
             active = ", ".join(f"{a.f} {','.join(a.targets)}" for a in runner.active) or "none"
             status.update(f"run {elapsed:5.1f}/{time_limit:.0f}s · active faults: {active}")

@@ -46,10 +46,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     schedule = None
     if args.schedule:
-        try:
-            from nemesis.scripted import load_schedule
-        except ImportError:
-            raise UsageError("--schedule: scripted schedules are not available in this build") from None
+        from nemesis.scripted import load_schedule
+
         schedule = load_schedule(args.schedule)
     opts = RunOptions(inventory=args.inventory, time_limit=args.time_limit, spark_master=args.spark_master,
                       toggles=toggles, target=args.target, seed=args.seed, margin_ms=args.margin_ms,

@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
             killed += _remote_teardown(st)
         for pid in st.get("local_pids", []):
             killed += kill_local_pid(pid)
-        shutil.rmtree(st.get("scratch", ""), ignore_errors=True) if st.get("scratch") else None
+        if st.get("scratch"):
+            shutil.rmtree(st["scratch"], ignore_errors=True)
         path.unlink(missing_ok=True)
         print(f"teardown: run {st.get('run_id')}: signalled {killed} process group(s), removed its scratch dir")
     return 0
