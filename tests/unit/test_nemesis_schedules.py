@@ -184,3 +184,78 @@ def test_windows_to_schedule_specs_and_instants():
     assert ops == [(1.0, "pause", "start", ["zk1"], {}), (2.0, "bounce", "start", [], {"spec": "controller"}),
                    (2.5, "pause", "stop", ["zk1"], {})]
     assert Step(1.0, FaultOp("pause", "start", ["zk1"], {})) in s.steps
+
+
+def test_min_fault_bounds_window_durations():
+    from nemesis.search import duration_steps
+
+    assert duration_steps(10.0) == (1, 10)
+    assert duration_steps(10.0, 4.5) == (9, 10)
+    assert duration_steps(10.0, 4.6) == (10, 10)  # rounded up to the grid, never shorter
+    with pytest.raises(ValueError, match="longer than half"):
+        duration_steps(8.0, 4.5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(schedules(["isolate"], ["b1"], time_limit=10.0, min_fault=3.0))
+def test_search_respects_min_fault(s):
+    start, stop = s.sorted_steps()[0], None
+    for st in s.sorted_steps():
+        if st.op.phase == "stop":
+            stop = st
+            break
+    assert stop is not None and stop.at - start.at >= 3.0
+
+
+def test_hunt_with_min_fault_never_tries_shorter_windows():
+    durations = []
+
+    def run_one(schedule, n):
+        steps = schedule.sorted_steps()
+        durations.extend(b.at - a.at for a, b in zip(steps[::2], steps[1::2], strict=True))
+        return FakeOutcome(True, [])
+
+    hunt(run_one, faults=["isolate"], targets=["b1"], time_limit=10.0, max_runs=5, max_windows=1,
+         min_fault=4.0, progress=lambda m: None)
+    assert durations and min(durations) >= 4.0
+
+
+def test_confirm_widens_a_borderline_schedule_until_it_reproduces():
+    """Fake system: isolation reproduces only when longer than 4 s; the minimal 3.5 s is borderline."""
+    from nemesis.search import confirm
+
+    sig = ("registration-liveness", "b1")
+    seen = []
+
+    def replay(schedule, n):
+        start, stop = schedule.sorted_steps()
+        seen.append(stop.at - start.at)
+        if stop.at - start.at > 4.0:
+            return FakeOutcome(False, [{"checker": sig[0], "broker": sig[1]}])
+        return FakeOutcome(True, [])
+
+    conf = confirm(replay, [Window("isolate", "b1", 0.0, 3.5)], sig, widen_step=3.0, attempts=3,
+                   progress=lambda m: None)
+    assert conf.reproduced and conf.replays == 2 and conf.widened_by == 3.0 and seen == [3.5, 6.5]
+    start, stop = conf.schedule.sorted_steps()
+    assert stop.at - start.at == 6.5 and conf.windows == [Window("isolate", "b1", 0.0, 6.5)]
+
+
+def test_confirm_reports_honestly_when_nothing_reproduces():
+    from nemesis.search import confirm
+
+    def replay(schedule, n):  # a different anomaly is not the same failure
+        return FakeOutcome(False, [{"checker": "registration-liveness", "broker": "b2"}])
+
+    conf = confirm(replay, [Window("isolate", "b1", 0.0, 1.0), Window("bounce", "b2", 0.5, 1.0)],
+                   ("registration-liveness", "b1"), widen_step=2.0, attempts=2, progress=lambda m: None)
+    assert not conf.reproduced and conf.replays == 2 and conf.widened_by == 0.0
+    assert conf.windows == [Window("isolate", "b1", 0.0, 1.0), Window("bounce", "b2", 0.5, 1.0)]
+    assert conf.replay_signatures == [("registration-liveness", "b2")]
+
+
+def test_widen_leaves_instant_faults_alone():
+    from nemesis.search import widen
+
+    assert widen([Window("isolate", "b1", 1.0, 1.5), Window("bounce", "b2", 0.0, 1.0)], 3.0) == [
+        Window("isolate", "b1", 1.0, 4.5), Window("bounce", "b2", 0.0, 1.0)]
