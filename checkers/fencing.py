@@ -522,6 +522,34 @@ def max_broker_epoch(ev: DataFrame) -> DataFrame:
     )
 
 
+# What the checkers read, so ``fencing_events`` can cache just that once for all of them: the event
+# kinds (``f``) any checker filters on and the columns any checker names. A checker for a new kind
+# must add it here (rows of other kinds are dropped); a column missing here fails analysis loudly.
+KINDS = (
+    "register", "broker_znode", "pipeline_register", "session", "agent_stop", "agent_start", "deregistered",
+    "run_end", "control_recv", "control_send", "controller_elected", "controller_zk_write", "controller_resigned",
+    "broker_change", "controlled_shutdown_handled", "alter_partition", "alter_partition_handled", "fetch",
+    "partition_state",
+)
+COLUMNS = (
+    "hist", "src", "seq", "id", "idx", "t_wall", "type", "f", "node",
+    *(f"v_{n}" for n in (
+        "broker_id", "epoch", "czxid", "session_id", "owner", "state", "exists", "final", "controller_epoch",
+        "epoch_zk_version", "checked_version", "op", "path", "zxid", "live", "dead", "bounced", "request_id",
+        "kind", "target", "broker_epoch", "max_broker_epoch", "epoch_map", "full", "own_epoch",
+        "max_controller_epoch_seen", "outcome", "error_code", "cached_epoch", "leader_moves", "stop_replicas",
+        "topic", "partition", "replica", "replica_epoch", "leader", "leader_epoch", "partition_epoch", "isr",
+        "zk_version", "based_on_fetch", "live_brokers", "session_learned",
+    )),
+)
+
+
+def fencing_events(ev: DataFrame) -> DataFrame:
+    """The rows and columns the checkers read (not cached: the caller decides how to keep it)."""
+    F = _F()
+    return ev.filter(F.col("f").isin(*KINDS)).select(*COLUMNS)
+
+
 CHECKERS: dict[str, Callable[[DataFrame], DataFrame]] = {
     "registration_epochs": registration_epochs,  # 1
     "single_registrant": single_registrant,  # 2

@@ -5,7 +5,8 @@ the lead's registration checks (``checkers.registration``, when importable), all
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from checkers import fencing
@@ -15,15 +16,60 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 MAX_ANOMALIES_PER_CHECKER = 20
+# Up to this many fencing events (a real run has a few thousand) the checkers run on one partition,
+# as one Spark job (``_single_partition_conf``): small inputs pay per job and stage, not per row.
+SMALL_EVENTS = 200_000
 
 
 def fencing_results(ev: DataFrame, paths: Sequence[str], names: list[str] | None = None) -> dict[str, dict[str, Result]]:
     """{path: {checker: result}} for the epoch-fencing invariants, collected in one Spark job. A checker
     with anomaly rows is invalid; with only ``verdict="unknown"`` rows it is unknown (reasons in stats)."""
+    names = names or list(fencing.CHECKERS)
+    fev = fencing.fencing_events(ev)
+    if fev.count() > SMALL_EVENTS:
+        # Large inputs run on ``ev`` as given: a cache of every column the checkers read costs more
+        # (and at 10M events more heap) than letting each checker prune its own Parquet columns.
+        return _collect(ev, paths, names)
+    one = fev.coalesce(1)
+    local = one.sparkSession.sparkContext.master.startswith("local")
+    # A checkpoint's plan is one leaf instead of the whole read-parse-filter lineage, which every
+    # DataFrame call of the checkers re-analyses (~1 s of the plan build on a small run). Local
+    # only: a local checkpoint lives on executors a cluster may take away; there, persist.
+    one = one.localCheckpoint() if local else one.persist()
+    try:
+        with _single_partition_conf(one.sparkSession):
+            return _collect(one, paths, names)
+    finally:
+        if not local:
+            one.unpersist()
+
+
+@contextmanager
+def _single_partition_conf(spark: SparkSession) -> Iterator[None]:
+    """Settings for input on one partition, restored afterwards. Windows, aggregates and sort-merge
+    joins over one partition need no exchange; the few that remain (after unions) shuffle into one
+    partition. Joins are not broadcast (each broadcast is a job of its own) and AQE is off (it runs
+    every query stage as a job): all checkers run as one job. Whole-stage codegen is off: compiling
+    the generated code of ~25 stages costs more than interpreting a few thousand rows."""
+    conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1",
+            "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false"}
+    saved = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def _collect(fev: DataFrame, paths: Sequence[str], names: list[str]) -> dict[str, dict[str, Result]]:
     from pyspark.sql import functions as F
 
-    names = names or list(fencing.CHECKERS)
-    an = fencing.all_anomalies(ev, names)
+    an = fencing.all_anomalies(fev, names)
     rows = (
         an.groupBy("hist", "checker", "verdict")
         .agg(

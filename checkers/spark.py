@@ -55,6 +55,10 @@ def get_spark(master: str | None = None) -> SparkSession:
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.sql.adaptive.enabled", "true")
             .config("spark.python.worker.reuse", "true")
+            # PySpark 4 otherwise records the Python call site of every DataFrame/Column call, with
+            # several JVM round trips each: a third of the time to build the fencing checkers' plan.
+            # Errors then lose the "== DataFrame ==" call-site section, nothing else.
+            .config("spark.python.sql.dataFrameDebugging.enabled", "false")
             .config("spark.driver.extraJavaOptions", _log_opts())
         )
         if local:
