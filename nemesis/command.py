@@ -66,12 +66,12 @@ def run_hunt(args: argparse.Namespace) -> int:
         raise UsageError(f"--time-limit: must be >= 2 seconds, got {args.time_limit}")
     if args.replays < 0:
         raise UsageError(f"--replays: must be >= 0, got {args.replays}")
+    if args.min_fault <= 0:
+        raise UsageError(f"--min-fault: must be > 0 seconds, got {args.min_fault}")
     try:
         duration_steps(args.time_limit, args.min_fault)
     except ValueError as e:
         raise UsageError(f"--min-fault: {e}") from None
-    if args.min_fault <= 0:
-        raise UsageError(f"--min-fault: must be > 0 seconds, got {args.min_fault}")
     faults = [f.strip() for f in args.faults.split(",") if f.strip()] if args.faults else list(HUNT_FAULTS)
     bad = [f for f in faults if f not in FAULTS]
     if bad or not faults:
