@@ -3,7 +3,7 @@
 The envelope is read with a fixed schema; ``value`` is kept as its raw JSON text and the fields the
 checkers need are parsed once with ``from_json`` into typed ``v_*`` columns. Malformed lines are
 reported as ``file:line`` (a torn last line, from a crash mid-write, is tolerated as in
-``harness.events.read_events``).
+``history.events.read_events``).
 """
 
 from __future__ import annotations

@@ -2,6 +2,6 @@
 
 Data path: inventory → cluster (ZooKeeper, agents, Toxiproxy, wire proxy over SSH) → events
 from every source → merged history → checkers on Spark → ``store/<test>/<time>/``.
-The ZooKeeper wire codec (``harness.zkwire``) lives here once and is shared by the agent's
-pipelining session and the nemesis wire proxy.
+The system under test is not here: the broker agent (``agent/``), the ZooKeeper wire codec
+(``zkwire/``) and the event record (``history/``) are shipped to broker nodes as they are.
 """

@@ -34,17 +34,17 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from harness.agent.config import AgentConfig, Toggles
-from harness.events import Event, read_events
+from agent.config import AgentConfig, Toggles
 from harness.inventory import Inventory, NodeSpec
 from harness.remote import ProcessControl, Remote, RemoteError, SSHRemote, on_nodes
 from harness.sshd import EmbeddedSshd
 from harness.toxiproxy import Link, LinkNet, ToxiproxyServer
 from harness.zookeeper import Ensemble, ZkMember, ZooKeeperNode
+from history import Event, read_events
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STATE_DIR = REPO_ROOT / ".local" / "state"
-AGENT_PACKAGES = ("harness",)
+AGENT_PACKAGES = ("agent", "zkwire", "history")  # the whole bundle a broker node gets
 
 
 def state_path(run_id: str) -> Path:
@@ -152,7 +152,7 @@ class AgentProcess:
 
     def start(self) -> int:
         self.state.add_pidfile(self.node.name, self.pidfile)
-        cmd = f"{shlex.quote(self.python)} -m harness.agent --config {shlex.quote(self.config_path)}"
+        cmd = f"{shlex.quote(self.python)} -m agent --config {shlex.quote(self.config_path)}"
         return self.proc.start(cmd, self.workdir, self.pidfile, self.logfile,
                                env={"PYTHONPATH": f"{self.workdir}/code", "PYTHONUNBUFFERED": "1"})
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.agent.config import ConfigError, Toggles
+from agent.config import ConfigError, Toggles
 from harness.errors import UsageError
 from harness.zookeeper import DEBIAN_CLASSPATH, ZkSettings
 

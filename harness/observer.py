@@ -11,7 +11,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.recipe.watchers import DataWatch
 
-from harness.events import EventWriter
+from history import EventWriter
 
 
 class BrokerObserver:

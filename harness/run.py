@@ -21,10 +21,10 @@ from rich.console import Console
 
 from harness.cluster import Cluster
 from harness.errors import UsageError, exit_code_for
-from harness.events import EventWriter, merge, read_events, write_history
 from harness.inventory import Inventory, load_inventory
 from harness.observer import BrokerObserver
 from harness.store import new_run_dir, write_json
+from history import EventWriter, merge, read_events, write_history
 from nemesis.base import Nemesis, NemesisRunner
 from nemesis.schedule import Schedule, isolate_schedule
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from harness.cluster import Cluster
-    from harness.events import EventWriter
+    from history import EventWriter
 
 
 @dataclass(slots=True)

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_hunt(args: argparse.Namespace) -> int:
-    from harness.agent.config import ConfigError, parse_toggle_args
+    from agent.config import ConfigError, parse_toggle_args
     from harness.inventory import load_inventory
     from harness.run import RunOptions, execute
     from nemesis.registry import FAULTS

@@ -3,7 +3,7 @@
     harness agent --config FILE [--toggle NAME=VALUE ...]
 
 `harness agent --help` lists every bug toggle, one line each, with its values and the JIRA it
-brings back (``harness.agent.config.TOGGLE_HELP``).
+brings back (``agent.config.TOGGLE_HELP``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.agent.config import (
+from agent.config import (
     TOGGLE_CHOICES,
     TOGGLE_HELP,
     AgentConfig,
@@ -59,6 +59,6 @@ def load_config(path: str, toggles: list[str]) -> AgentConfig:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.toggle)
-    from harness.agent.main import run_agent
+    from agent.main import run_agent
 
     return run_agent(cfg)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.agent.config import ConfigError, parse_toggle_args
+from agent.config import ConfigError, parse_toggle_args
 from harness.errors import UsageError
 from harness.run import RunOptions, execute
 

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, UsageError
-from harness.events import EventWriter
+from history import EventWriter
 from nemesis.zkproxy.control import ControlServer
 from nemesis.zkproxy.proxy import HELD_ON_CLOSE, ListenerSpec, ZkProxy
 from nemesis.zkproxy.rules import load_rules_file

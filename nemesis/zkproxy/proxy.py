@@ -24,8 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.events import EventWriter
-from harness.zkwire import (
+from history import EventWriter
+from nemesis.zkproxy.rules import Decision, FrameInfo, Rule, RuleSet
+from zkwire import (
     JUTE_MAXBUFFER,
     XID_AUTH,
     XID_NOTIFICATION,
@@ -48,7 +49,6 @@ from harness.zkwire import (
     reply_kind,
     request_kind,
 )
-from nemesis.zkproxy.rules import Decision, FrameInfo, Rule, RuleSet
 
 NEW, RAW, HANDSHAKE, AWAIT_CONNECT_RESPONSE, ESTABLISHED, CLOSING, CLOSED = (
     "NEW", "RAW", "HANDSHAKE", "AWAIT_CONNECT_RESPONSE", "ESTABLISHED", "CLOSING", "CLOSED",

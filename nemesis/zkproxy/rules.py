@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
-from harness.zkwire import OP_NAMES, op_code
+from zkwire import OP_NAMES, op_code
 
 DIRS = ("c2s", "s2c")
 KINDS = ("connect_req", "connect_resp", "request", "reply", "notification", "ping", "auth", "close")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness.agent import znodes as zn
-from harness.agent.client import AgentAdmin, KafkaClient
+from agent import znodes as zn
+from agent.client import AgentAdmin, KafkaClient
 from harness.toxiproxy import Link
 
 pytestmark = pytest.mark.integration

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harness.events import read_events
 from harness.run import RunOptions, execute
+from history import read_events
 from nemesis.scripted import load_schedule
 from tests.processes import processes_mentioning
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.events import read_events
 from harness.run import RunOptions, execute
+from history import read_events
 from tests.processes import processes_mentioning
 
 pytestmark = pytest.mark.integration

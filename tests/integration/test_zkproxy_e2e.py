@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NodeExistsError
 from kazoo.protocol.states import KazooState
 
-from harness import zkwire
+import zkwire
 from harness.zookeeper import parse_dump_sessions
 from nemesis.zkproxy import ProxyProcess
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from harness.agent.config import TOGGLE_HELP, AgentConfig
+from agent.config import TOGGLE_HELP, AgentConfig
 from harness.cli import build_parser, main
 from harness.commands.agent import load_config
 

@@ -1,8 +1,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.agent import errors
-from harness.agent.controller_logic import (
+from agent import errors
+from agent.controller_logic import (
     BROKER_NOT_AVAILABLE,
     after_broker_failure,
     after_broker_startup,
@@ -16,7 +16,7 @@ from harness.agent.controller_logic import (
     max_broker_epoch,
     remove_replica_from_isr,
 )
-from harness.agent.znodes import NO_LEADER, PartitionState
+from agent.znodes import NO_LEADER, PartitionState
 
 
 def test_classify_new_dead_bounced():

@@ -1,13 +1,13 @@
 import pytest
 
-from harness.agent import errors
-from harness.agent.fencing import (
+from agent import errors
+from agent.fencing import (
     broker_epoch_error,
     controller_epoch_error,
     leader_and_isr_partition_error,
     stop_replica_partition_error,
 )
-from harness.agent.znodes import PartitionState
+from agent.znodes import PartitionState
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.agent.frames import FrameDecoder, FrameError, decode_body, encode, recv_frame, send_frame
+from agent.frames import FrameDecoder, FrameError, decode_body, encode, recv_frame, send_frame
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.text(max_size=20),

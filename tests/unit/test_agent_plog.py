@@ -1,4 +1,4 @@
-from harness.agent.plog import PartitionLog
+from agent.plog import PartitionLog
 
 
 def test_append_read_truncate_reopen(tmp_path):

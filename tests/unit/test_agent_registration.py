@@ -1,6 +1,6 @@
 import pytest
 
-from harness.agent.registration import NO_SESSION, AfterNodeExists, after_node_exists, retry_policy
+from agent.registration import NO_SESSION, AfterNodeExists, after_node_exists, retry_policy
 
 S1, S2, S3 = 0x100000001, 0x200000002, 0x300000003
 

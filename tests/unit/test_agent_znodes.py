@@ -1,6 +1,6 @@
 import json
 
-from harness.agent import znodes as zn
+from agent import znodes as zn
 
 
 def test_broker_payload_v5():

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.config import ConfigError, Toggles, parse_toggle_args
-from harness.agent.registration import NO_SESSION, AfterNodeExists, after_node_exists
+from agent.config import ConfigError, Toggles, parse_toggle_args
+from agent.registration import NO_SESSION, AfterNodeExists, after_node_exists
 from harness.cli import main
-from harness.events import EventWriter, HistoryFormatError, merge, read_events
 from harness.inventory import DEFAULT_INVENTORY, InventoryError, load_inventory
 from harness.zookeeper import ZkMember, ZkSettings, parse_dump_sessions, parse_mode, render_config
+from history import EventWriter, HistoryFormatError, merge, read_events
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -104,7 +104,7 @@ def test_reader_rejects_a_bad_line_in_the_middle_with_file_and_line(tmp_path):
 
 
 def test_merge_orders_by_time_but_never_reorders_one_source(tmp_path):
-    from harness.events import Event
+    from history import Event
 
     def ev(src, seq, t):
         return Event("r", src, seq, t, 0, "event", "x")

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from harness import zkwire as z
-from harness.events import EventWriter
+import zkwire as z
+from history import EventWriter
 from nemesis.zkproxy import ListenerSpec, ZkProxy, ZkProxyClient, ZkProxyError, parse_rules
 from nemesis.zkproxy.control import ControlServer
 

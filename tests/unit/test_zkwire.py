@@ -1,4 +1,4 @@
-"""harness.zkwire codec: hand-built byte vectors (zk-wire.md sections 1-5) and hypothesis round-trips."""
+"""zkwire codec: hand-built byte vectors (zk-wire.md sections 1-5) and hypothesis round-trips."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import zkwire as z
+import zkwire as z
 
 
 def be_i(v: int) -> bytes:

@@ -25,11 +25,11 @@ from typing import Any
 from rich.console import Console
 
 from harness.cluster import Cluster
-from harness.events import EventWriter, merge, read_events, write_history
 from harness.inventory import Inventory, load_inventory
 from harness.observer import BrokerObserver
 from harness.remote import RemoteError, on_nodes
 from harness.store import new_run_dir, write_json
+from history import EventWriter, merge, read_events, write_history
 from nemesis.base import FaultOp, NemesisRunner
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ class Scenario:
         """None when runnable here, else why not (shown by --list and refused with exit 254).
 
         Default: every bug/fix toggle value must be one the agent in this build accepts."""
-        from harness.agent.config import TOGGLE_CHOICES, parse_toggle_value
+        from agent.config import TOGGLE_CHOICES, parse_toggle_value
 
         for toggles in (self.bug_toggles, self.fixed_toggles):
             for k, v in toggles.items():

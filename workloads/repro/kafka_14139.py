@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.events import EventWriter
+from history import EventWriter
 from workloads.repro.framework import RunContext
 from workloads.repro.kafka_7235 import BounceBase
 from workloads.repro.timeline import hx
@@ -27,7 +27,7 @@ RECORDS = 5
 
 class Kafka14139(BounceBase):
     def _state(self, ctx: RunContext) -> dict[str, Any] | None:
-        from harness.agent import znodes as zn
+        from agent import znodes as zn
 
         try:
             data, _ = ctx.zk().get(zn.partition_state_path(TOPIC, 0))
@@ -40,8 +40,8 @@ class Kafka14139(BounceBase):
         return bool(ctx.wait(lambda: zk.exists(f"/brokers/ids/{b}") is None, timeout, f"broker {b}'s znode to go"))
 
     def play(self, ctx: RunContext) -> None:  # noqa: PLR0915 - one JIRA schedule, step by step
-        from harness.agent import znodes as zn
-        from harness.agent.client import KafkaClient
+        from agent import znodes as zn
+        from agent.client import KafkaClient
 
         cluster, zk = ctx.cluster, ctx.zk()
         c = ctx.wait(lambda: zn.parse_controller_id(zk.get(zn.CONTROLLER)[0]) if zk.exists(zn.CONTROLLER) else None,

@@ -29,14 +29,14 @@ class BounceBase(Scenario):
     """Three brokers, topic t7235-0 replicated on all (leader = the controller, B a follower)."""
 
     def admin(self, ctx: RunContext, b: int) -> Any:
-        from harness.agent.client import AgentAdmin
+        from agent.client import AgentAdmin
 
         node = ctx.session.inv.broker(b)
         return AgentAdmin(f"{node.address}:{ctx.cluster.agent_ports[b]}", timeout=10)
 
     def prepare(self, ctx: RunContext) -> tuple[int, int, int]:
         """(controller, B, epoch E1 of B) once B follows t7235-0."""
-        from harness.agent import znodes as zn
+        from agent import znodes as zn
 
         zk = ctx.zk()
 

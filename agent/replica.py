@@ -12,18 +12,18 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.agent import errors
-from harness.agent.fencing import (
+from agent import errors
+from agent.fencing import (
     broker_epoch_error,
     controller_epoch_error,
     leader_and_isr_partition_error,
     stop_replica_partition_error,
 )
-from harness.agent.plog import PartitionLog
-from harness.agent.znodes import NO_LEADER, PartitionState
+from agent.plog import PartitionLog
+from agent.znodes import NO_LEADER, PartitionState
 
 if TYPE_CHECKING:
-    from harness.agent.main import BrokerAgent
+    from agent.main import BrokerAgent
 
 TP = tuple[str, int]
 

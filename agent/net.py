@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from harness.agent.frames import FrameError, recv_frame, send_frame
+from agent.frames import FrameError, recv_frame, send_frame
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 

@@ -14,7 +14,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from harness.zkwire.codec import (
+from zkwire.codec import (
     ACL,
     OPEN_ACL_UNSAFE,
     ConnectRequest,

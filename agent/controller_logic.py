@@ -1,14 +1,14 @@
 """The ZK-mode controller's decisions as pure functions (K37 ``controller/KafkaController.scala``,
 ``PartitionStateMachine``, ``ReplicaStateMachine``, ``Election``). The process glue in
-``harness.agent.controller`` reads ZooKeeper, calls these, and writes the results back fenced."""
+``agent.controller`` reads ZooKeeper, calls these, and writes the results back fenced."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from harness.agent import errors
-from harness.agent.znodes import NO_LEADER, PartitionState
+from agent import errors
+from agent.znodes import NO_LEADER, PartitionState
 
 BROKER_NOT_AVAILABLE = 8
 

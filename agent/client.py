@@ -11,8 +11,8 @@ import itertools
 import time
 from typing import Any
 
-from harness.agent import errors
-from harness.agent.net import request
+from agent import errors
+from agent.net import request
 
 
 class AppendError(Exception):
@@ -48,7 +48,7 @@ def append(addr: str, topic: str, partition: int, value: Any, acks: str | int = 
 class KafkaClient:
     """Leader-discovering producer. ``brokers``: {broker_id: "host:port"} (or a list of addresses).
 
-    With ``events`` (a ``harness.events.EventWriter``) every append is an invoke followed by
+    With ``events`` (a ``history.events.EventWriter``) every append is an invoke followed by
     ok / fail / info, Jepsen style (docs/events.md ``append``)."""
 
     def __init__(self, brokers: dict[int, str] | list[str], timeout: float = 5.0, events: Any = None,

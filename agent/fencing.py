@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from harness.agent import errors
-from harness.agent.znodes import PartitionState
+from agent import errors
+from agent.znodes import PartitionState
 
 NO_EPOCH = -1
 

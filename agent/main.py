@@ -33,14 +33,14 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from harness.agent import errors
-from harness.agent import znodes as zn
-from harness.agent.config import AgentConfig, ConfigError
-from harness.agent.controller import Controller, ControllerMoved
-from harness.agent.net import ControlServer, request
-from harness.agent.registration import NO_SESSION, AfterNodeExists, after_node_exists, retry_policy
-from harness.agent.replica import ReplicaManager
-from harness.events import Event, EventWriter
+from agent import errors
+from agent import znodes as zn
+from agent.config import AgentConfig, ConfigError
+from agent.controller import Controller, ControllerMoved
+from agent.net import ControlServer, request
+from agent.registration import NO_SESSION, AfterNodeExists, after_node_exists, retry_policy
+from agent.replica import ReplicaManager
+from history import Event, EventWriter
 
 
 def broker_path(broker_id: int) -> str:
@@ -406,8 +406,8 @@ class BrokerAgent:
         """Netty-client emulation (KAFKA-14845): ConnectRequest + registration multi on one raw socket
         through the project's wire codec. If the ConnectResponse is lost, the session that ran the multi
         is never learnt; the agent then falls back to kazoo and resends the multi."""
-        from harness.zkwire import pipelined_register
-        from harness.zkwire.codec import OpCode, encode_request
+        from zkwire import pipelined_register
+        from zkwire.codec import OpCode, encode_request
 
         target = self.cfg.extra.get("zk_pipeline_connect") or self.cfg.zk_pipeline_connect or self.cfg.zk_connect
         hosts = [h for h in target.split(",") if h]
@@ -587,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = AgentConfig.load(args.config)
         if args.toggle:
-            from harness.agent.config import Toggles, parse_toggle_args
+            from agent.config import Toggles, parse_toggle_args
 
             cfg.toggles = Toggles.from_dict({**cfg.toggles.to_dict(), **parse_toggle_args(args.toggle)})
     except (ConfigError, OSError) as e:

@@ -27,9 +27,9 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import ZnodeStat
 
-from harness.agent import errors
-from harness.agent import znodes as zn
-from harness.agent.controller_logic import (
+from agent import errors
+from agent import znodes as zn
+from agent.controller_logic import (
     after_broker_failure,
     after_broker_startup,
     alter_partition_broker_error,
@@ -41,10 +41,10 @@ from harness.agent.controller_logic import (
     initial_state,
     max_broker_epoch,
 )
-from harness.agent.znodes import PartitionState
+from agent.znodes import PartitionState
 
 if TYPE_CHECKING:
-    from harness.agent.main import BrokerAgent
+    from agent.main import BrokerAgent
 
 TP = tuple[str, int]
 

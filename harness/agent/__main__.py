@@ -1,5 +1,0 @@
-import sys
-
-from harness.agent.main import main
-
-sys.exit(main())
