@@ -1,5 +1,5 @@
 import sys
 
-from agent.main import main
+from agent.cli import main
 
 sys.exit(main())

@@ -1,11 +1,16 @@
-"""Agent configuration and bug toggles.
+"""The agent's configuration contract: the config file schema, the bug toggles, and the command line
+that names them (``--config FILE [--toggle NAME=VALUE ...]``).
 
-Defaults mirror Kafka 3.7 in ZooKeeper mode ("today's behaviour"); each other value brings back a
-historic bug. ``TOGGLE_HELP`` is what `harness agent --help` prints, one line per toggle.
+Public to the control node: the harness writes ``AgentConfig`` files and validates toggles with it,
+and ``harness agent`` builds its parser with ``add_arguments``, the same function the agent's own
+entry point (``python -m agent``) uses. Defaults mirror Kafka 3.7 in ZooKeeper mode ("today's
+behaviour"); each other value brings back a historic bug. ``toggle_epilog`` prints every toggle on
+one line with its values, its default and the JIRA it brings back.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -38,7 +43,7 @@ TOGGLE_HELP: dict[str, str] = {
     "preferred_controller": "true: KIP-39 (KAFKA-1778, never shipped) /admin/next_controller pinning: the named broker "
     "creates the ready_to_serve ephemeral, the controller resigns, others stay out of elections",
     "reregister_on_expiry": "false: never re-register after the session is lost (a deliberately broken agent "
-    "that the registration-liveness checker must catch)",
+    "that the registration_liveness checker must catch)",
 }
 
 
@@ -140,3 +145,39 @@ class AgentConfig:
         d = asdict(self)
         d["peers"] = {str(k): v for k, v in self.peers.items()}
         return d
+
+
+def load_config(path: str | Path, toggle_args: list[str] | None = None) -> AgentConfig:
+    """The config file with ``--toggle`` overrides applied. Raises ConfigError for a bad file,
+    an unreadable one or a bad toggle."""
+    try:
+        cfg = AgentConfig.load(path)
+    except OSError as e:
+        raise ConfigError(f"{path}: {e.strerror or e}") from e
+    if toggle_args:
+        cfg.toggles = Toggles.from_dict({**cfg.toggles.to_dict(), **parse_toggle_args(toggle_args)})
+    return cfg
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def toggle_epilog() -> str:
+    defaults = Toggles().to_dict()
+    lines = ["toggles (--toggle NAME=VALUE; defaults = Kafka 3.7 ZK mode):"]
+    for name, help_text in TOGGLE_HELP.items():
+        values = "|".join(str(v).lower() for v in TOGGLE_CHOICES[name])
+        lines.append(f"  {name}={values} (default {str(defaults[name]).lower()}): {help_text}")
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The agent's command line on ``parser``: ``--config``, ``--toggle`` and the toggle list as the
+    epilog (printed verbatim, one toggle per line)."""
+    parser.add_argument("--config", required=True, metavar="FILE",
+                        help="agent config JSON (written by the harness)")
+    parser.add_argument("--toggle", action="append", default=[], metavar="NAME=VALUE",
+                        help="override one toggle of the config file (repeatable)")
+    parser.epilog = toggle_epilog()
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    return parser

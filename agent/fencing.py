@@ -19,7 +19,7 @@ def broker_epoch_error(
 
     ``mode`` is the ``broker_epoch_check`` toggle: ``on`` (KIP-380, K37: stale iff request < own),
     ``off`` (pre-2.2: never checked), ``strict`` (2.2-2.5.0: request > own is an error too).
-    ``max_broker_epoch`` != -1 (LinkedIn fork, seed 001): stale iff M < own; per-broker otherwise.
+    ``max_broker_epoch`` != -1 (LinkedIn's fork, KAFKA-7186): stale iff M < own; per-broker otherwise.
     """
     if mode == "off":
         return errors.NONE

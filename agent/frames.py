@@ -1,31 +1,29 @@
-"""The agents' control-plane framing: 4-byte big-endian length, then one UTF-8 JSON object.
+"""The agents' control-plane messages: one UTF-8 JSON object per length-prefixed frame.
 
-Pure: ``encode`` and ``FrameDecoder`` touch no sockets; ``send_frame``/``recv_frame`` are the
-thin blocking helpers the server and clients use.
+The framing itself (4-byte big-endian length, then the body) is ``zkwire.framing``, the same code
+that splits ZooKeeper frames; this module only adds the JSON body and its 16 MiB limit. Pure:
+``encode`` and ``FrameDecoder`` touch no sockets; ``send_frame``/``recv_frame`` are the thin
+blocking helpers the server and clients use.
 """
 
 from __future__ import annotations
 
 import json
 import socket
-import struct
 from typing import Any
 
+from zkwire import framing
+from zkwire.framing import FrameError
+
+__all__ = ["MAX_FRAME", "FrameDecoder", "FrameError", "decode_body", "encode", "recv_frame", "send_frame"]
+
 MAX_FRAME = 16 * 1024 * 1024
-_LEN = struct.Struct(">I")
-
-
-class FrameError(ValueError):
-    """A frame that is too large, not JSON, or not a JSON object."""
 
 
 def encode(obj: dict[str, Any]) -> bytes:
     if not isinstance(obj, dict):
         raise FrameError(f"a frame carries one JSON object, not {type(obj).__name__}")
-    body = json.dumps(obj, separators=(",", ":")).encode()
-    if len(body) > MAX_FRAME:
-        raise FrameError(f"frame of {len(body)} bytes exceeds {MAX_FRAME}")
-    return _LEN.pack(len(body)) + body
+    return framing.frame(json.dumps(obj, separators=(",", ":")).encode(), max_len=MAX_FRAME)
 
 
 def decode_body(body: bytes) -> dict[str, Any]:
@@ -42,39 +40,15 @@ class FrameDecoder:
     """Incremental decoder: ``feed(bytes)`` returns every complete frame so far, in order."""
 
     def __init__(self, max_len: int = MAX_FRAME) -> None:
-        self.max_len = max_len
-        self._buf = bytearray()
+        self._frames = framing.FrameDecoder(max_len)
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
-        self._buf += data
-        out: list[dict[str, Any]] = []
-        while len(self._buf) >= 4:
-            (n,) = _LEN.unpack_from(self._buf)
-            if n > self.max_len:
-                raise FrameError(f"frame length {n} exceeds {self.max_len}")
-            if len(self._buf) < 4 + n:
-                break
-            body = bytes(self._buf[4 : 4 + n])
-            del self._buf[: 4 + n]
-            out.append(decode_body(body))
-        return out
+        return [decode_body(body) for body in self._frames.feed(data)]
 
     @property
     def pending(self) -> int:
         """Bytes buffered towards an incomplete frame."""
-        return len(self._buf)
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
-    chunks = bytearray()
-    while len(chunks) < n:
-        chunk = sock.recv(n - len(chunks))
-        if not chunk:
-            if chunks:
-                raise ConnectionError(f"peer closed mid-frame after {len(chunks)} of {n} bytes")
-            return None
-        chunks += chunk
-    return bytes(chunks)
+        return self._frames.pending
 
 
 def send_frame(sock: socket.socket, obj: dict[str, Any]) -> None:
@@ -83,13 +57,5 @@ def send_frame(sock: socket.socket, obj: dict[str, Any]) -> None:
 
 def recv_frame(sock: socket.socket, max_len: int = MAX_FRAME) -> dict[str, Any] | None:
     """One frame, or None on a clean EOF before its first byte."""
-    head = _recv_exact(sock, 4)
-    if head is None:
-        return None
-    (n,) = _LEN.unpack(head)
-    if n > max_len:
-        raise FrameError(f"frame length {n} exceeds {max_len}")
-    body = _recv_exact(sock, n) if n else b""
-    if body is None:
-        raise ConnectionError("peer closed mid-frame")
-    return decode_body(body)
+    body = framing.recv_frame(sock, max_len)
+    return None if body is None else decode_body(body)

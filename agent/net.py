@@ -11,19 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.frames import FrameError, recv_frame, send_frame
+from zkwire.client import parse_addr
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def parse_hostport(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    return host.strip("[]"), int(port)
 
 
 def request(addr: str, msg: dict[str, Any], timeout: float = 2.0) -> dict[str, Any]:
     """Send one request on a fresh connection and return the reply. Raises OSError (including
     TimeoutError and ConnectionError) when the outcome is unknown."""
-    with socket.create_connection(parse_hostport(addr), timeout=timeout) as sock:
+    with socket.create_connection(parse_addr(addr), timeout=timeout) as sock:
         sock.settimeout(timeout)
         send_frame(sock, msg)
         reply = recv_frame(sock)

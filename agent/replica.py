@@ -10,9 +10,10 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent import errors
+from agent.broker_api import BrokerApi
 from agent.fencing import (
     broker_epoch_error,
     controller_epoch_error,
@@ -21,9 +22,6 @@ from agent.fencing import (
 )
 from agent.plog import PartitionLog
 from agent.znodes import NO_LEADER, PartitionState
-
-if TYPE_CHECKING:
-    from agent.main import BrokerAgent
 
 TP = tuple[str, int]
 
@@ -50,10 +48,10 @@ class LocalPartition:
 
 
 class ReplicaManager:
-    def __init__(self, agent: BrokerAgent) -> None:
-        self.agent = agent
-        self.cfg = agent.cfg
-        self.me = agent.cfg.broker_id
+    def __init__(self, broker: BrokerApi) -> None:
+        self.broker = broker
+        self.cfg = broker.cfg
+        self.me = broker.cfg.broker_id
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
         self.partitions: dict[TP, LocalPartition] = {}
@@ -91,8 +89,8 @@ class ReplicaManager:
     # -- control requests ------------------------------------------------------------------
     def handle_control(self, req: dict[str, Any]) -> dict[str, Any]:
         kind = req["type"]
-        toggles = self.agent.cfg.toggles
-        own = self.agent.broker_epoch
+        toggles = self.broker.cfg.toggles
+        own = self.broker.broker_epoch
         with self.lock:
             seen_before = self.max_controller_epoch_seen
             code = broker_epoch_error(
@@ -114,7 +112,7 @@ class ReplicaManager:
                 elif kind == "StopReplica":
                     partition_errors = self._apply_stop_replica(req)
                 self.cond.notify_all()
-        self.agent.emit(
+        self.broker.emit(
             "control_recv",
             request_id=req.get("request_id"),
             kind=kind,
@@ -154,8 +152,8 @@ class ReplicaManager:
                 if lp.role != "follower" or current is None or current.leader != new.leader:
                     dropped = lp.log.truncate(lp.log.hw)
                     if dropped:
-                        self.agent.emit("truncate", topic=topic, partition=part, to_offset=lp.log.hw,
-                                        dropped=dropped, reason="become_follower")
+                        self.broker.emit("truncate", topic=topic, partition=part, to_offset=lp.log.hw,
+                                         dropped=dropped, reason="become_follower")
                 lp.role = "follower"
                 lp.followers = {}
             self._emit_replica_state(lp, req.get("request_id"))
@@ -184,13 +182,13 @@ class ReplicaManager:
                 lp.log.close()
                 shutil.rmtree(lp.log.dir, ignore_errors=True)
                 del self.partitions[(topic, part)]
-            self.agent.emit("replica_state", topic=topic, partition=part, role="stopped", deleted=delete,
-                            request_id=req.get("request_id"))
+            self.broker.emit("replica_state", topic=topic, partition=part, role="stopped", deleted=delete,
+                             request_id=req.get("request_id"))
         return out
 
     def _emit_replica_state(self, lp: LocalPartition, request_id: Any) -> None:
         st = lp.state
-        self.agent.emit(
+        self.broker.emit(
             "replica_state", topic=lp.topic, partition=lp.partition, role=lp.role,
             leader=st.leader if st else None, leader_epoch=st.leader_epoch if st else None,
             isr=list(st.isr) if st else [], zk_version=st.zk_version if st else None,
@@ -219,7 +217,7 @@ class ReplicaManager:
                 fi.last_caught_up = time.monotonic()
             if fi.last_key != (offset, repoch):
                 fi.last_key = (offset, repoch)
-                ev = self.agent.emit(
+                ev = self.broker.emit(
                     "fetch", topic=topic, partition=part, replica=rid, replica_epoch=repoch,
                     fetch_offset=offset, leader=self.me, leader_epoch=le, request_id=req.get("request_id"),
                 )
@@ -270,8 +268,8 @@ class ReplicaManager:
                         code = errors.NOT_LEADER_OR_FOLLOWER
                         break
             hw = lp.log.hw
-        self.agent.emit("produce_handled", topic=topic, partition=part, offset=offset, value=req.get("value"),
-                        acks=acks, leader_epoch=le, hw=hw, error_code=code)
+        self.broker.emit("produce_handled", topic=topic, partition=part, offset=offset, value=req.get("value"),
+                         acks=acks, leader_epoch=le, hw=hw, error_code=code)
         return {"error_code": code, "offset": offset, "leader_epoch": le, "appended": True}
 
     def metadata_reply(self) -> dict[str, Any]:
@@ -283,7 +281,7 @@ class ReplicaManager:
 
     # -- ISR changes (leader → controller) ---------------------------------------------------
     def _isr_loop(self) -> None:
-        while not self.agent.stopping.is_set():
+        while not self.broker.stopping.is_set():
             time.sleep(self.fetch_interval)
             for lp, new_isr in self._isr_proposals():
                 self.send_alter_partition(lp, new_isr)
@@ -314,7 +312,7 @@ class ReplicaManager:
             "type": "AlterPartition",
             "request_id": self.next_id("alter"),
             "broker_id": self.me,
-            "broker_epoch": self.agent.broker_epoch if self.agent.broker_epoch is not None else -1,
+            "broker_epoch": self.broker.broker_epoch if self.broker.broker_epoch is not None else -1,
             "topic": lp.topic,
             "partition": lp.partition,
             "leader_epoch": lp.state.leader_epoch,
@@ -330,7 +328,7 @@ class ReplicaManager:
             if not kip903:
                 ep = -1
             elif r == self.me:
-                ep = self.agent.broker_epoch if self.agent.broker_epoch is not None else -1
+                ep = self.broker.broker_epoch if self.broker.broker_epoch is not None else -1
             else:
                 fi = lp.followers.get(r)
                 ep = fi.epoch if fi else -1
@@ -350,7 +348,7 @@ class ReplicaManager:
             held = self.hold_alters and not force_send
             if held:
                 self.held_alters.append(req)
-        self.agent.emit(
+        self.broker.emit(
             "alter_partition", request_id=req["request_id"], topic=lp.topic, partition=lp.partition,
             leader=self.me, leader_epoch=req["leader_epoch"], partition_epoch=req["partition_epoch"],
             new_isr_with_epochs=entries, based_on_fetch=based, broker_epoch=req["broker_epoch"], held=held,
@@ -360,7 +358,7 @@ class ReplicaManager:
         return self.deliver_alter_partition(req)
 
     def deliver_alter_partition(self, req: dict[str, Any]) -> dict[str, Any]:
-        reply = self.agent.send_to_controller(req)
+        reply = self.broker.send_to_controller(req)
         key = (req["topic"], int(req["partition"]))
         code = int(reply.get("error_code", -1))
         with self.lock:
@@ -377,9 +375,9 @@ class ReplicaManager:
                     )
                     self._advance_hw(lp)
                     self._emit_replica_state(lp, req["request_id"])
-        self.agent.emit("alter_partition_response", request_id=req["request_id"], topic=req["topic"],
-                        partition=req["partition"], error_code=code, isr=reply.get("isr"),
-                        partition_epoch=reply.get("partition_epoch"))
+        self.broker.emit("alter_partition_response", request_id=req["request_id"], topic=req["topic"],
+                         partition=req["partition"], error_code=code, isr=reply.get("isr"),
+                         partition_epoch=reply.get("partition_epoch"))
         return reply
 
     def release_alters(self) -> list[dict[str, Any]]:
@@ -387,9 +385,20 @@ class ReplicaManager:
             held, self.held_alters, self.hold_alters = self.held_alters, [], False
         return [{"request_id": r["request_id"], **self.deliver_alter_partition(r)} for r in held]
 
+    def debug_alter_partition(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The ``debug_alter_partition`` hook: send this AlterPartition now, bypassing any hold."""
+        with self.lock:
+            lp = self.partitions.get((msg["topic"], int(msg["partition"])))
+            if lp is None or lp.role != "leader":
+                return {"error_code": errors.NOT_LEADER_OR_FOLLOWER}
+        entries = msg.get("new_isr_with_epochs")
+        isr = [int(e["id"]) for e in entries] if entries else [int(x) for x in msg["isr"]]
+        reply = self.send_alter_partition(lp, isr, isr_with_epochs=entries, force_send=True)
+        return reply or {"error_code": errors.UNKNOWN_SERVER_ERROR}
+
     # -- follower side -------------------------------------------------------------------
     def _fetch_loop(self) -> None:
-        while not self.agent.stopping.is_set():
+        while not self.broker.stopping.is_set():
             time.sleep(self.fetch_interval)
             with self.lock:
                 todo = [(lp, lp.state.leader, lp.state.leader_epoch, lp.log.leo)
@@ -401,10 +410,10 @@ class ReplicaManager:
 
     def _fetch_once(self, lp: LocalPartition, leader: int, leader_epoch: int, leo: int) -> None:
         req = {"type": "fetch", "topic": lp.topic, "partition": lp.partition, "replica_id": self.me,
-               "replica_epoch": self.agent.broker_epoch if self.agent.broker_epoch is not None else -1,
+               "replica_epoch": self.broker.broker_epoch if self.broker.broker_epoch is not None else -1,
                "fetch_offset": leo, "leader_epoch": leader_epoch, "request_id": self.next_id("fetch")}
         try:
-            reply = self.agent.request_broker(leader, req, timeout=1.0)
+            reply = self.broker.request_broker(leader, req, timeout=1.0)
         except OSError:
             return
         code = int(reply.get("error_code", -1))
@@ -415,8 +424,8 @@ class ReplicaManager:
             if code == errors.OFFSET_OUT_OF_RANGE:
                 to = int(reply.get("leo", 0))
                 dropped = lp.log.truncate(to)
-                self.agent.emit("truncate", topic=lp.topic, partition=lp.partition, to_offset=to,
-                                dropped=dropped, reason="offset_out_of_range")
+                self.broker.emit("truncate", topic=lp.topic, partition=lp.partition, to_offset=to,
+                                 dropped=dropped, reason="offset_out_of_range")
                 return
             if code != errors.NONE:
                 return
@@ -444,5 +453,5 @@ class ReplicaManager:
     def close(self) -> None:
         with self.lock:
             for lp in self.partitions.values():
-                self.agent.emit("log_end", topic=lp.topic, partition=lp.partition, **lp.log.snapshot())
+                self.broker.emit("log_end", topic=lp.topic, partition=lp.partition, **lp.log.snapshot())
                 lp.log.close()

@@ -1,13 +1,14 @@
-"""Benchmark: the 11 epoch-fencing checkers on synthetic histories of 1M and 10M events. Not a test.
+"""Benchmark: the epoch-fencing plans (``checkers.fencing.PLANS``) on synthetic histories of 1M and 10M
+events. Not a test.
 
 Usage: python bench/checkers_epoch.py [--sizes 1000000,10000000] [--out /tmp/zkfence-bench]
 
-The generator is Spark itself (spark.range -> events of ten kinds, value as JSON text), parsed
-once with the project's schema (checkers.events_df.parse) and written as Parquet: that is what
-`harness check --parquet` keeps for cross-run work. Timed: read that Parquet, run every checker,
-collect the anomalies (one job). I/O floor: read the same Parquet and aggregate over a full scan
-of every parsed column except the raw JSON ``value`` (a superset of what the checkers read: sum of
-hashes, so no metadata-only count), on the same session.
+The generator is Spark itself (spark.range -> events of ten kinds, value as JSON text), parsed once
+with every field of the event contract (checkers.events_df.parse_all) and written as Parquet: that
+is what `harness check --parquet` keeps for cross-run work. Timed: read that Parquet, run every
+plan, collect the anomalies (one job). I/O floor: read the same Parquet and aggregate over a full
+scan of every column the plans declare they read (``Checker.reads``: a superset of what each scans;
+sum of hashes, so no metadata-only count), on the same session.
 Figures are printed after the SparkSession is up.
 """
 
@@ -22,7 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from checkers import events_df, fencing, project  # noqa: E402
+from checkers import events_df, plans  # noqa: E402
+from checkers.checker import columns, union  # noqa: E402
+from checkers.fencing import PLANS  # noqa: E402
 from checkers.spark import get_spark  # noqa: E402
 
 BROKERS = 5
@@ -123,15 +126,15 @@ def main() -> int:
         out = Path(a.out) / f"events-{n}"
         shutil.rmtree(out, ignore_errors=True)
         t0 = time.monotonic()
-        events_df.parse(generate(spark, n)).write.parquet(str(out))
+        events_df.parse_all(generate(spark, n)).write.parquet(str(out))
         gen = time.monotonic() - t0
         ev = spark.read.parquet(str(out))
         if needed is None:
-            read = read_columns(fencing.all_anomalies(ev))
-            needed = [c for c in ev.columns if c != "value"]  # superset of `read`: the floor is not understated
-            print(f"checkers' Parquet ReadSchema columns: {len(read)}; floor scans {len(needed)} (all but raw value)")
+            read = read_columns(plans.anomalies(PLANS, ev))
+            needed = list(columns(union(c.reads for c in PLANS)))  # what the plans declare they read
+            print(f"checkers' Parquet ReadSchema columns: {len(read)}; floor scans {len(needed)} (their declared reads)")
         t0 = time.monotonic()
-        res = project.fencing_results(spark.read.parquet(str(out)), ["bench"])
+        res = plans.collect(PLANS, spark.read.parquet(str(out)), ["bench"], small=False)
         check = time.monotonic() - t0
         bad = {k: v["stats"]["anomalies_total"] for k, v in res["bench"].items() if v["valid"] is not True}
         t0 = time.monotonic()
@@ -140,7 +143,7 @@ def main() -> int:
         floor = time.monotonic() - t0
         times[n] = check
         print(f"{n:>10,} events: generate+parse+write {gen:6.1f} s | checkers {check:6.1f} s = {n / check:>10,.0f} events/s"
-              f" | I/O floor (full scan of {len(needed)} columns, hash-sum + count) {floor:5.1f} s"
+              f" | I/O floor (full scan of the {len(needed)} declared columns, hash-sum + count) {floor:5.1f} s"
               f" | checkers/floor {check / floor:4.1f}x | rows {scan[0]['n']:,} | anomalies {bad or 'none'}")
     if len(sizes) >= 2:
         lo, hi = sizes[0], sizes[-1]

@@ -27,8 +27,9 @@ if str(ROOT) not in sys.path:
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
-    from workloads.repro import scenarios
-    from workloads.repro.framework import ReproSession
+    from harness.engine import Engine
+    from harness.inventory import load_inventory
+    from scenarios import scenarios
 
     p = argparse.ArgumentParser(prog="bench/repro_times.py", description=__doc__.splitlines()[0])
     p.add_argument("--scenario", default="KAFKA-14845", help="scenario id or 'all' (default KAFKA-14845)")
@@ -58,14 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         for fixed in variants:
             label = f"{sid}{' --fixed' if fixed else ''}"
             t0 = time.monotonic()
-            with ReproSession(args.inventory, store, quiet) as session:
-                if sc.needs_spark:
-                    session.warm_spark()
-                cold_up = session.up(sc)
+            with Engine(load_inventory(args.inventory), store, quiet, keep_warm=True) as engine:
+                cold_up = engine.warm(sc.spec(fixed))
                 walls, matched, reproduced = [], 0, 0
                 first = None
                 for i in range(args.runs):
-                    r = session.run(sc, fixed)
+                    r = engine.run(sc.spec(fixed))
                     if first is None:
                         first = time.monotonic() - t0
                     walls.append(r.wall_s)

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/zkproxy_latency.py [--n 2000] [--zk HOST:PORT] [--json]
 
-Without ``--zk`` it starts its own single ZooKeeper on loopback (harness.zookeeper). The proxy runs
+Without ``--zk`` it starts its own single ZooKeeper on loopback (harness.components.zookeeper). The proxy runs
 as its own process (``python -m nemesis.zkproxy``, no rules, events written to a temp file) so the
 figures include event logging. Direct and proxied requests are interleaved in rounds to share any
 drift in server or machine load.
@@ -32,9 +32,9 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def start_zk(workdir: str):
+    from harness.components.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode
     from harness.ports import free_port
     from harness.remote import LocalRemote
-    from harness.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode
 
     h = "127.0.0.1"
     m = ZkMember(myid=1, name="zk-bench", address=h, client_port=free_port(h), peer_port=free_port(h),

@@ -1,9 +1,9 @@
 """``harness check PATH...``: verdicts for store dirs, project JSONL histories and reference histories.
 
 Reference histories (Porcupine etcd/kv, Knossos EDN) go through the WGL linearizability checker;
-project histories (``history.jsonl``, see docs/events.md) through the epoch-fencing invariants,
-the zxid sweep and, when present, ``checkers.registration``. All paths share one SparkSession
-and all reference histories one Spark job. Exit: 0 all valid, 1 any invalid, 2 any unknown and
+project histories (``history.jsonl``, see docs/events.md) through every project-history checker
+(``checkers.project.check_histories``, the entry point the run engine uses too). All paths share
+one SparkSession and all reference histories one Spark job. Exit: 0 all valid, 1 any invalid, 2 any unknown and
 none invalid, 254 bad input.
 """
 
@@ -94,9 +94,13 @@ def run(args: argparse.Namespace) -> int:
         results.update(check_histories(refs, None if args.local else spark, budget_seconds=args.budget_seconds))
     jsonl = [str(h) for (h, _), f in zip(resolved, fmts, strict=True) if f == "jsonl"]
     if jsonl:
-        from checkers.project import check_project_histories
+        from checkers import project
 
-        results.update(check_project_histories(spark, jsonl, parquet=args.parquet))
+        if args.parquet:
+            from checkers.events_df import write_parquet
+
+            write_parquet(spark, jsonl, args.parquet)
+        results.update(project.check_histories(jsonl, spark=spark))
     wall = time.monotonic() - t0
 
     rows = []

@@ -1,165 +1,146 @@
-"""Project histories (docs/events.md) as Spark DataFrames with an explicit schema.
+"""Project histories (docs/events.md) as one Spark DataFrame, projected to what the checkers read.
 
-The envelope is read with a fixed schema; ``value`` is kept as its raw JSON text and the fields the
-checkers need are parsed once with ``from_json`` into typed ``v_*`` columns. Malformed lines are
-reported as ``file:line`` (a torn last line, from a crash mid-write, is tolerated as in
-``history.events.read_events``).
+``load`` reads every history once with a fixed envelope schema, parses from ``value`` exactly the
+fields the selected checkers read (``checkers.checker.field_types``: types from the event contract
+``history.kinds``) into ``v_<field>`` columns and keeps the rows of the kinds they read. Run-sized
+input (``SMALL_BYTES``) is materialised once as one in-memory partition: the per-history counts,
+the validation and every checker then read that, not the files. A line Spark cannot read is judged
+by the history's own validator (``history.read_records``): a torn final line is dropped, anything
+else is a ``file:line`` error.
 """
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from checkers.checker import Reads, field_types
+from checkers.rows import check_paths
 from harness.errors import UsageError
+from history import HistoryFormatError, has_torn_tail, read_records
+from history.kinds import FIELD_TYPES, TYPES
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 ENVELOPE_DDL = (
     "run STRING, src STRING, seq BIGINT, id STRING, t_wall DOUBLE, t_mono BIGINT, type STRING, f STRING, "
     "process STRING, value STRING, `index` BIGINT, _corrupt_record STRING"
 )
-
-# Every value field a checker reads. JSON ints are 64-bit: BIGINT keeps session ids and zxids exact.
-# from_json is PERMISSIVE: a field of the wrong type (a string epoch, a null where a map belongs) parses
-# to null on its own and never fails the row; checkers must treat null as "cannot decide".
-VALUE_DDL = ", ".join(
-    [
-        "broker_id BIGINT, epoch BIGINT, czxid BIGINT, mzxid BIGINT, session_id BIGINT, recorded_session BIGINT",
-        "owner BIGINT, state STRING, `exists` BOOLEAN, final BOOLEAN, reason STRING, error STRING",
-        "controller_epoch BIGINT, epoch_zk_version BIGINT, checked_version BIGINT, op STRING, path STRING",
-        "zxid BIGINT, live MAP<STRING, BIGINT>, new ARRAY<BIGINT>, dead ARRAY<BIGINT>, bounced ARRAY<BIGINT>",
-        "request_id STRING, kind STRING, target BIGINT, broker_epoch BIGINT, max_broker_epoch BIGINT",
-        "epoch_map MAP<STRING, BIGINT>, full BOOLEAN, `from` BIGINT, own_epoch BIGINT",
-        "max_controller_epoch_seen BIGINT, outcome STRING, error_code BIGINT, cached_epoch BIGINT",
-        "leader_moves STRING, stop_replicas STRING, topic STRING, `partition` BIGINT, replica BIGINT",
-        "replica_epoch BIGINT, leader BIGINT, leader_epoch BIGINT, partition_epoch BIGINT",
-        "new_isr_with_epochs ARRAY<STRUCT<id: BIGINT, epoch: BIGINT>>, based_on_fetch MAP<STRING, STRING>",
-        "isr ARRAY<BIGINT>, zk_version BIGINT, offset BIGINT, acks STRING",
-        "live_brokers ARRAY<BIGINT>, session_learned BOOLEAN",
-    ]
-)
-
-def _value_fields() -> list[str]:
-    return [p.split(":", 1)[0].strip().strip("`") for p in _top_level(_ddl_struct(VALUE_DDL))]
+# Up to this many bytes of JSONL (a real run is well under 1 MB; 64 MB is ~200,000 events) the
+# events are kept as one partition in memory (``checkers.plans`` runs the plans as one job on it).
+SMALL_BYTES = 64 << 20
 
 
-def _top_level(ddl: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in ddl:
-        depth += ch in "<("
-        depth -= ch in ">)"
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    out.append(cur)
-    return out
+@dataclass
+class Loaded:
+    frame: DataFrame  # rows of the kinds read: envelope (``checkers.checker.ENVELOPE``) + v_<field>
+    counts: dict[str, int]  # events per history (every kind, a dropped torn line not counted)
+    small: bool
+    cached: DataFrame | None = None  # what to unpersist when done (a persisted frame)
+
+    def release(self) -> None:
+        if self.cached is not None:
+            self.cached.unpersist()
 
 
-def _ddl_struct(ddl: str) -> str:
-    """Turn 'a T, b U' into 'a: T, b: U' for a struct<...> literal (top-level commas only)."""
-    parts = []
-    for p in _top_level(ddl):
-        name, typ = p.strip().split(" ", 1)
-        parts.append(f"{name}: {typ}")
-    return ", ".join(parts)
-
-
-def load(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
-    """One scan for many histories; column ``hist`` is the path as given (mapped from the file URI)."""
+def read(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """The envelope of every line of every history, one scan; ``hist`` is the path as given."""
     from pyspark.sql import functions as F
 
+    check_paths(paths)
     absolute = {str(Path(p).resolve()): str(p) for p in paths}
-    if len(absolute) != len(paths):
-        raise UsageError(f"{paths[0]}: the same history is given twice")
     raw = (
         spark.read.schema(ENVELOPE_DDL)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", "_corrupt_record")
-        .json([str(Path(p).resolve()) for p in paths])
+        .json(list(absolute))
     )
     file_col = F.expr("url_decode(regexp_replace(input_file_name(), '^file:(//)?', ''))")
     mapping = F.create_map(*[x for kv in absolute.items() for x in (F.lit(kv[0]), F.lit(kv[1]))])
     return raw.withColumn("hist", F.coalesce(F.element_at(mapping, file_col), file_col))
 
 
-def parse(df: DataFrame) -> DataFrame:
-    """Typed columns: envelope plus ``v_<field>`` for every value field, ``node`` for agent sources."""
+def _bad() -> Column:
+    """Lines Spark could not read as an event (the history's validator then names them)."""
     from pyspark.sql import functions as F
 
-    v = F.from_json(F.col("value"), VALUE_DDL, {"mode": "PERMISSIVE"})
-    names = _value_fields()
-    cols = [
-        "hist", "run", "src", "seq", F.coalesce("id", F.concat_ws("/", "src", F.col("seq").cast("string"))).alias("id"),
-        "t_wall", "t_mono", "type", "f", "process", F.col("index").alias("idx"), "value",
-        F.expr(r"try_cast(nullif(regexp_extract(src, '^agent:(\\d+)$', 1), '') AS BIGINT)").alias("node"),
+    return F.col("_corrupt_record").isNotNull() | F.col("src").isNull() | F.col("seq").isNull() \
+        | F.col("t_wall").isNull() | F.col("type").isNull() | F.col("f").isNull()
+
+
+def parse(raw: DataFrame, types: dict[str, str], extra: Sequence[str] = ()) -> DataFrame:
+    """Envelope columns plus ``v_<field>`` for each ``{field: Spark type}``. ``from_json`` is
+    PERMISSIVE: a wrong-typed or missing field is null on its own and never fails the row, so
+    checkers treat null as "cannot decide"."""
+    from pyspark.sql import functions as F
+
+    cols: list[Column | str] = [
+        "hist", "src", "seq", F.coalesce("id", F.concat_ws("/", "src", F.col("seq").cast("string"))).alias("id"),
+        F.col("index").alias("idx"), "t_wall", "type", "f",
+        F.expr(r"try_cast(nullif(regexp_extract(src, '^agent:(\\d+)$', 1), '') AS BIGINT)").alias("node"), *extra,
     ]
-    return df.select(*cols, v.alias("_v")).select("*", *[F.col("_v")[n].alias(f"v_{n}") for n in names]).drop("_v")
+    if not types:
+        return raw.select(*cols)
+    ddl = ", ".join(f"`{name}` {t}" for name, t in types.items())
+    base = raw.select(*cols, F.from_json(F.col("value"), ddl, {"mode": "PERMISSIVE"}).alias("_v"))
+    return base.select(*[c for c in base.columns if c != "_v"],
+                       *[F.col("_v").getField(n).alias(f"v_{n}") for n in types])
 
 
-def validate(df: DataFrame, paths: Sequence[str]) -> DataFrame:
-    """Raise UsageError naming file:line for a malformed line; drop a torn final line."""
+def load(spark: SparkSession, paths: Sequence[str], reads: Reads) -> Loaded:
+    """Read, validate and project the histories for checkers reading ``reads``."""
     from pyspark.sql import functions as F
 
-    bad_cond = (
-        F.col("_corrupt_record").isNotNull()
-        | F.col("src").isNull()
-        | F.col("seq").isNull()
-        | F.col("type").isNull()
-        | F.col("f").isNull()
-    )
-    bad = df.filter(bad_cond).groupBy("hist").count().collect()
-    torn: list[str] = []
-    for row in bad:
-        path = row["hist"]
-        line, torn_tail = _first_bad_line(path)
-        if line is None:
-            raise UsageError(f"{path}:1: malformed events (Spark could not read them)")
-        if torn_tail and row["count"] == 1:
-            torn.append(path)
-            continue
-        raise UsageError(f"{path}:{line}: not a valid event (see docs/events.md)")
-    if torn:
-        df = df.filter(~(F.col("hist").isin(torn) & bad_cond))
-    return df.drop("_corrupt_record")
+    raw = read(spark, paths)
+    scan = parse(raw.withColumn("_bad", _bad()), field_types(reads), extra=("_bad",))
+    small = sum(os.path.getsize(p) for p in paths) <= SMALL_BYTES
+    if small and spark.sparkContext.master.startswith("local"):
+        # One leaf instead of the read-parse lineage, which every checker's plan re-analyses (~1 s
+        # on a small run). Local only: a local checkpoint lives on executors a cluster may take away.
+        cached, keep = None, scan.coalesce(1).localCheckpoint()
+    else:
+        cached = keep = (scan.coalesce(1) if small else scan).persist()
+    stats = keep.groupBy("hist").agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("_bad").cast("int")).alias("bad"))
+    counts: dict[str, int] = {}
+    for row in stats.collect():
+        counts[row["hist"]] = int(row["n"]) - _validate(row["hist"], int(row["bad"] or 0))
+    frame = keep.filter(~F.col("_bad") & F.col("f").isin(*reads)).drop("_bad")
+    return Loaded(frame, counts, small, cached)
 
 
-def _first_bad_line(path: str) -> tuple[int | None, bool]:
-    """(first bad line number, whether it is a torn final line)."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        lines = fh.readlines()
-    for n, line in enumerate(lines, 1):
-        s = line.strip()
-        if not s:
-            continue
-        try:
-            d = json.loads(s)
-            if not isinstance(d, dict) or not all(k in d for k in ("src", "seq", "type", "f")):
-                raise ValueError("missing envelope fields")
-            int(d["seq"])
-        except (ValueError, TypeError):
-            return n, n == len(lines) and not lines[-1].endswith("\n")
-    return None, False
+def _validate(path: str, bad: int) -> int:
+    """How many bad lines of ``path`` to drop: a torn tail (0 or 1); raises for anything else."""
+    if bad == 0:
+        return 0
+    if bad == 1 and has_torn_tail(path):
+        return 1
+    try:
+        for _ in read_records(path):
+            pass
+    except HistoryFormatError as e:
+        raise UsageError(f"{e} (see docs/events.md)") from None
+    raise UsageError(f"{path}:1: malformed events (Spark could not read them)")
 
 
-def load_events(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
-    """Read, validate and parse histories. The result is cached: every checker scans it."""
-    for p in paths:
-        if not Path(p).is_file():
-            raise UsageError(f"{p}: no such history")
-    df = validate(load(spark, paths), paths)
-    return parse(df).cache()
+def parse_all(raw: DataFrame) -> DataFrame:
+    """Every contract field at its canonical type, plus ``run``, ``t_mono``, ``process`` and the raw
+    ``value``: what ``--parquet`` keeps for work across runs."""
+    types = {f: TYPES[t] for f, t in sorted(FIELD_TYPES.items())}
+    return parse(raw, types, extra=("run", "t_mono", "process", "value"))
 
 
-def write_parquet(ev: DataFrame, out: str) -> None:
-    """Append this run's parsed events under OUT, partitioned by run (re-checks replace a run)."""
+def write_parquet(spark: SparkSession, paths: Sequence[str], out: str) -> None:
+    """Append these histories' parsed events under OUT, partitioned by run (a re-check replaces a run)."""
+    from pyspark.sql import functions as F
+
+    ev = parse_all(read(spark, paths).filter(~_bad()))
     (
-        ev.write.mode("overwrite")
+        ev.withColumn("run", F.coalesce("run", F.lit("")))
+        .write.mode("overwrite")
         .option("partitionOverwriteMode", "dynamic")
         .partitionBy("run")
         .parquet(out)

@@ -1,7 +1,7 @@
 """Reference-history parsers: Porcupine etcd logs, Porcupine kv, Knossos EDN. Pure; errors name file:line.
 
 Every parser returns a list of :class:`Op` whose ``call``/``ret`` are positions in the file (line
-order is real-time order). Semantics follow /work/shared/histories/README.md:
+order is real-time order). The semantics, as the Porcupine and Knossos checkers read these formats:
 
 * porcupine-etcd: a call pairs with the next completion of the same proc; ``:fail :cas`` is a real
   answer (the register did not hold ``from``); ``:fail :read :timed-out`` and ``:info`` are unknown

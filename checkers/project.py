@@ -1,132 +1,92 @@
-"""Check the project's own histories (history.jsonl): epoch-fencing invariants, the zxid sweep and
-the lead's registration checks (``checkers.registration``, when importable), all on one SparkSession.
+"""Check the project's own histories (``history.jsonl``): every project-history checker, one entry point.
+
+``check_histories`` reads the histories once, projected to exactly the kinds and fields the selected
+checkers read (``Checker.reads``), and runs each checker's ``check`` on that. With ``local=True``
+and only checkers that have a local driver (the registration sweeps), it reads them without Spark
+and never starts it. The run engine and ``harness check`` both call it.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from checkers import fencing
-from checkers.result import Result, anomaly, compose, result
+from checkers.checker import Checker, Events, union
+from checkers.fencing import PLANS
+from checkers.registration import DEFAULT_MARGIN_MS, RegistrationEpochs, RegistrationLiveness
+from checkers.result import Result, compose
+from checkers.zxid_project import ZxidRealtime, ZxidReplay, ZxidSession
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
-MAX_ANOMALIES_PER_CHECKER = 20
-# Up to this many fencing events (a real run has a few thousand) the checkers run on one partition,
-# as one Spark job (``_single_partition_conf``): small inputs pay per job and stage, not per row.
-SMALL_EVENTS = 200_000
+MODEL = "epoch-fencing"
 
 
-def fencing_results(ev: DataFrame, paths: Sequence[str], names: list[str] | None = None) -> dict[str, dict[str, Result]]:
-    """{path: {checker: result}} for the epoch-fencing invariants, collected in one Spark job. A checker
-    with anomaly rows is invalid; with only ``verdict="unknown"`` rows it is unknown (reasons in stats)."""
-    names = names or list(fencing.CHECKERS)
-    # Both paths see the same rows (fencing.KINDS), so the small path's tests hold for the large one.
-    fev = fencing.fencing_events(ev)
-    # limit: deciding "small" never needs a full scan of a large input
-    if fev.limit(SMALL_EVENTS + 1).count() > SMALL_EVENTS:
-        # Large inputs are not cached: a cache of every column the checkers read costs more (and
-        # at 10M events more heap) than letting each checker prune its own Parquet columns.
-        return _collect(fev, paths, names)
-    one = fev.coalesce(1)
-    local = one.sparkSession.sparkContext.master.startswith("local")
-    # A checkpoint's plan is one leaf instead of the whole read-parse-filter lineage, which every
-    # DataFrame call of the checkers re-analyses (~1 s of the plan build on a small run). Local
-    # only: a local checkpoint lives on executors a cluster may take away; there, persist.
-    one = one.localCheckpoint() if local else one.persist()
-    try:
-        with _single_partition_conf(one.sparkSession):
-            return _collect(one, paths, names)
-    finally:
-        if not local:
-            one.unpersist()
+def make_checkers(margin_ms: int = DEFAULT_MARGIN_MS) -> tuple[Checker, ...]:
+    """Every project-history checker, in report order (invariants 1-11, then the zxid sweep)."""
+    by_name: dict[str, Checker] = {c.name: c for c in (
+        RegistrationEpochs(), RegistrationLiveness(margin_ms), *PLANS, ZxidRealtime(), ZxidReplay(), ZxidSession())}
+    order = ("registration_epochs", "single_registrant", "registration_liveness", "control_request_epochs",
+             "controller_epochs", "controller_write_fencing", "bounce_handling", "controlled_shutdown_epochs",
+             "isr_expansion", "partition_states", "max_broker_epoch", "zxid_realtime", "zxid_replay", "zxid_session")
+    assert set(order) == set(by_name), "every checker has a place in the report order"
+    return tuple(by_name[n] for n in order)
 
 
-@contextmanager
-def _single_partition_conf(spark: SparkSession) -> Iterator[None]:
-    """Settings for input on one partition, restored afterwards. Windows, aggregates and sort-merge
-    joins over one partition need no exchange; the few that remain (after unions) shuffle into one
-    partition. Joins are not broadcast (each broadcast is a job of its own) and AQE is off (it runs
-    every query stage as a job): all checkers run as one job. Whole-stage codegen is off: compiling
-    the generated code of ~25 stages costs more than interpreting a few thousand rows."""
-    conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1",
-            "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false"}
-    saved = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+CHECKER_NAMES: tuple[str, ...] = tuple(c.name for c in make_checkers())
 
 
-def _collect(fev: DataFrame, paths: Sequence[str], names: list[str]) -> dict[str, dict[str, Result]]:
-    from pyspark.sql import functions as F
-
-    an = fencing.all_anomalies(fev, names)
-    rows = (
-        an.groupBy("hist", "checker", "verdict")
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.slice(F.collect_list(F.struct("message", "event_ids", "key")), 1, MAX_ANOMALIES_PER_CHECKER).alias("first"),
-        )
-        .collect()
-    )
-    found: dict[tuple[str, str, str], Any] = {(r["hist"], r["checker"], r["verdict"]): r for r in rows}
-    out: dict[str, dict[str, Result]] = {}
-    for p in paths:
-        per: dict[str, Result] = {}
-        for name in names:
-            bad, unk = found.get((p, name, "invalid")), found.get((p, name, "unknown"))
-            unknown_stats: dict[str, Any] = {}
-            if unk is not None:  # what the checker could not decide: the reason, never a silent pass
-                unknown_stats = {"unknown_total": int(unk["n"]), "unknown_reasons": [
-                    {"message": a["message"], "event_ids": list(a["event_ids"] or [])} for a in unk["first"]]}
-            if bad is None:
-                per[name] = result("unknown" if unk is not None else True, [], anomalies_total=0, **unknown_stats)
-                continue
-            ans = [anomaly(name, a["message"], a["event_ids"] or [], **json.loads(a["key"] or "{}")) for a in bad["first"]]
-            per[name] = result(False, ans, anomalies_total=int(bad["n"]), **unknown_stats)
-        out[p] = per
-    return out
+def select(names: Sequence[str] | None, margin_ms: int | None = None) -> tuple[Checker, ...]:
+    """The checkers named (all for None), in report order; ``ValueError`` naming unknown ones."""
+    every = make_checkers(DEFAULT_MARGIN_MS if margin_ms is None else margin_ms)
+    if names is None:
+        return every
+    unknown = sorted(set(names) - set(CHECKER_NAMES))
+    if unknown or not names:  # no checker at all would be a valid verdict on nothing checked
+        raise ValueError(f"unknown checker(s) {', '.join(unknown) or '(none named)'}; known: "
+                         f"{', '.join(CHECKER_NAMES)}")
+    return tuple(c for c in every if c.name in set(names))
 
 
-def _registration(spark: SparkSession, path: str, margin_ms: int | None) -> Result:
-    """Registration epochs confirmed by the observer and timed liveness (``checkers.registration``)."""
-    from checkers import registration
+def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], SparkSession] | None = None,
+                    names: Sequence[str] | None = None, margin_ms: int | None = None,
+                    local: bool = False) -> dict[str, Result]:
+    """{path: composed result} of the named checkers (all for None) over each history.
 
-    margin = registration.DEFAULT_MARGIN_MS if margin_ms is None else margin_ms
-    return registration.check(spark, [path], margin_ms=margin)
+    ``spark`` may be a zero-argument callable: it is called only when some checker needs Spark
+    (``local=False``, or a selected checker without a local driver); ``None`` uses the shared
+    session (``checkers.spark.get_spark``).
+    """
+    paths = tuple(str(p) for p in paths)
+    selected = select(names, margin_ms)
+    if not paths:
+        return {}
+    reads = union(c.reads for c in selected)
+    if local and all(c.local for c in selected):
+        from checkers.rows import load_rows
 
-
-def check_project_histories(
-    spark: SparkSession, paths: Sequence[str], *, parquet: str | None = None, zxid: bool = True,
-    margin_ms: int | None = None,
-) -> dict[str, Result]:
+        rows, counts = load_rows(paths, reads)
+        return _compose(selected, Events(paths, selected, rows=rows), counts)
     from checkers import events_df
 
-    ev = events_df.load_events(spark, paths)
-    if parquet:
-        events_df.write_parquet(ev, parquet)
-    counts = {r["hist"]: r["count"] for r in ev.groupBy("hist").count().collect()}
-    per = fencing_results(ev, paths)
-    if zxid:
-        from checkers import zxid as zx
+    loaded = events_df.load(session(spark), paths, reads)
+    try:
+        return _compose(selected, Events(paths, selected, frame=loaded.frame, small=loaded.small), loaded.counts)
+    finally:
+        loaded.release()
 
-        for p, r in zx.check_events(ev, paths).items():
-            per[p]["zxid_sweep"] = r
-    out: dict[str, Result] = {}
-    for p in paths:
-        named = dict(per[p])
-        named["registration"] = _registration(spark, p, margin_ms)
-        out[p] = compose(named, events=int(counts.get(p, 0)), model="epoch-fencing")
-    ev.unpersist()
-    return out
+
+def session(spark: SparkSession | Callable[[], SparkSession] | None) -> SparkSession:
+    """The session a caller gave, made (a callable) or shared (None)."""
+    if spark is None:
+        from checkers.spark import get_spark
+
+        return get_spark()
+    return spark if hasattr(spark, "read") else spark()
+
+
+def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, int]) -> dict[str, Result]:
+    per = {c.name: c.check(events) for c in selected}
+    return {p: compose({name: r[p] for name, r in per.items()}, events=counts.get(p, 0), model=MODEL)
+            for p in events.paths}

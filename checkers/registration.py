@@ -1,248 +1,251 @@
-"""Registration checkers (kafka-semantics.md invariants 1 and 3), run on Spark.
+"""Invariants 1 and 3, registration epochs and liveness: per-broker sweeps (``checkers.sweep``).
 
-- ``registration-epochs``: per broker, the epochs it successfully registers strictly increase,
-  and each equals the czxid ZooKeeper itself reported (the observer's independent reads) for a
-  znode owned by the registering session.
-- ``registration-liveness``: after the last fault heals, every live broker is registered again
-  within T + margin (T = its session timeout, margin stated in the result), and ZooKeeper's final
-  state agrees: ``/brokers/ids/N`` exists, owned by that broker's session, with its epoch.
-
-Spark loads the JSONL history, keeps the few event kinds these checks read, extracts their fields
-natively and partitions by broker; the per-broker sweep (``check_broker``) is pure Python so it is
-tested on plain data.
+- ``registration_epochs``: per broker, the epochs it successfully registers strictly increase (in
+  its agent's own order, ``seq``, which a restarted agent continues), each equals the czxid the
+  agent read, and each is confirmed by ZooKeeper itself: the observer's independent reads show a
+  znode with that czxid owned by the registering session (KIP-380: the broker epoch is the czxid of
+  ``/brokers/ids/N``). A registration the observer never saw is unknown, never valid.
+- ``registration_liveness``, two forms. Timed: after the last fault heals (or the broker's last
+  start), every broker ``run_end.live_brokers`` lists is registered within T + margin (T its
+  session timeout) and stays so, and ZooKeeper's final snapshot agrees (the znode exists, owned by
+  that session, with that epoch). End of run: a broker whose agent's last word is a CONNECTED
+  session S or a registration, and that is up, has its final znode owned by S (KAFKA-14845: an
+  orphan session owns the znode and the broker never re-registers). Decided from the agent's own
+  order, the observer's snapshots and wall clocks only for the T + margin window.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.result import UNKNOWN, anomaly, compose, result
+from checkers.checker import Events
+from checkers.result import UNKNOWN, Result, anomaly, result
+from checkers.sweep import results
+from history.kinds import NEMESIS, kinds_of
 
-RELEVANT = ("register", "deregistered", "session", "agent_start", "agent_stop", "broker_znode", "heal",
-            "run_end", "register_skipped")
 DEFAULT_MARGIN_MS = 3000
-# The value fields these checks read: one list for the Spark loader and the pure-Python reader.
-LONG_FIELDS = ("epoch", "czxid", "owner", "session_id", "session_timeout_ms")
-TEXT_FIELDS = ("exists", "final", "phase", "stage", "state", "live_brokers", "margin_ms", "reason")
+Row = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Params:
-    session_timeout_ms: int
+def _hex(x: int | None) -> str:
+    return "null" if x is None else f"{x:#x}"
+
+
+def _agent(rows: list[Row]) -> list[Row]:
+    return [r for r in rows if r["src"].startswith("agent:")]
+
+
+def _observed(rows: list[Row]) -> list[Row]:
+    return [r for r in rows if r["src"] == "observer"]
+
+
+def _ok(r: Row) -> bool:
+    return r["f"] == "register" and r["type"] == "ok"
+
+
+# --- invariant 1 -----------------------------------------------------------------------------------------
+@dataclass
+class EpochsPartial:
+    anomalies: list[dict[str, Any]]
+    unconfirmed: int
+    registrations: int
+    undecided: list[str]
+
+
+@dataclass(frozen=True)
+class RegistrationEpochs:
+    name: str = "registration_epochs"
+    reads: dict[str, tuple[str, ...]] = field(default_factory=lambda: {
+        "register": ("broker_id", "czxid", "epoch", "session_id"),
+        "broker_znode": ("broker_id", "czxid", "exists", "owner"),
+    })
+    local: bool = True
+
+    def check(self, events: Events) -> dict[str, Result]:
+        return results(self, events)
+
+    def sweep(self, broker: int, rows: list[Row], context: list[Row]) -> EpochsPartial:
+        out: list[dict[str, Any]] = []
+        undecided: list[str] = []
+        unconfirmed = 0
+        prev: Row | None = None
+        seen = [o for o in _observed(rows) if o["v_exists"]]
+        regs = [r for r in _agent(rows) if _ok(r)]
+        for ev in regs:
+            epoch, session = ev["v_epoch"], ev["v_session_id"]
+            if epoch is None:
+                undecided.append(f"broker {broker}: registration {ev['id']} carries no epoch")
+                continue
+            if ev["v_czxid"] is not None and ev["v_czxid"] != epoch:
+                out.append(anomaly(self.name, f"broker {broker} registered epoch {epoch} but the znode czxid "
+                                   f"is {ev['v_czxid']}", [ev["id"]], broker=broker))
+            if prev is not None and epoch <= prev["v_epoch"]:
+                out.append(anomaly(self.name, f"broker {broker} registered epoch {epoch} after epoch "
+                                   f"{prev['v_epoch']}: epochs must strictly increase", [prev["id"], ev["id"]],
+                                   broker=broker))
+            same_czxid = [o for o in seen if o["v_czxid"] == epoch]
+            same_owner = [o for o in seen if session is not None and o["v_owner"] == session]
+            if any(o["v_owner"] == session for o in same_czxid):
+                pass
+            elif same_czxid:
+                o = same_czxid[0]
+                out.append(anomaly(self.name, f"broker {broker} claims epoch {epoch} under session {_hex(session)}, "
+                                   f"but ZooKeeper's znode with czxid {epoch} is owned by {_hex(o['v_owner'])}",
+                                   [ev["id"], o["id"]], broker=broker))
+            elif same_owner:
+                o = same_owner[0]
+                out.append(anomaly(self.name, f"broker {broker} claims epoch {epoch}, but ZooKeeper reported czxid "
+                                   f"{o['v_czxid']} for its znode owned by session {_hex(session)}",
+                                   [ev["id"], o["id"]], broker=broker))
+            else:
+                unconfirmed += 1
+            prev = ev
+        return EpochsPartial(out, unconfirmed, len(regs), undecided)
+
+    def fold(self, partials: list[EpochsPartial]) -> Result:
+        an = [a for p in partials for a in p.anomalies]
+        unconfirmed = sum(p.unconfirmed for p in partials)
+        undecided = sorted({u for p in partials for u in p.undecided})
+        valid = False if an else (UNKNOWN if unconfirmed or undecided else True)
+        return result(valid, an, brokers=len(partials), unconfirmed_registrations=unconfirmed,
+                      registrations=sum(p.registrations for p in partials), undecided=undecided)
+
+
+# --- invariant 3 -----------------------------------------------------------------------------------------
+@dataclass
+class LivenessPartial:
+    broker: int
+    anomalies: list[dict[str, Any]]
+    undecided: str | None
+    session_timeout_ms: int | None
+    last_heal: str | None
+
+
+@dataclass(frozen=True)
+class RegistrationLiveness:
     margin_ms: int = DEFAULT_MARGIN_MS
+    name: str = "registration_liveness"
+    reads: dict[str, tuple[str, ...]] = field(default_factory=lambda: {
+        "agent_start": ("broker_id", "session_timeout_ms"),
+        "agent_stop": ("broker_id",),
+        "session": ("broker_id", "session_id", "state"),
+        "register": ("broker_id", "epoch", "session_id"),
+        "register_skipped": ("broker_id",),
+        "deregistered": ("broker_id",),
+        "broker_znode": ("broker_id", "czxid", "exists", "final", "owner"),
+        "run_end": ("live_brokers",),
+        # the last heal: the last completed stop of any nemesis op (a fault's own stop or a heal-all)
+        **{k: ("phase", "reason", "stage") for k in kinds_of(NEMESIS)},
+    })
+    local: bool = True
 
+    def check(self, events: Events) -> dict[str, Result]:
+        return results(self, events)
 
-def load_relevant(spark: Any, paths: list[str]) -> list[dict[str, Any]]:
-    """Read histories with Spark and return only the rows these checks need, fields extracted."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
-
-    schema = StructType([
-        StructField("id", StringType()), StructField("src", StringType()), StructField("seq", LongType()),
-        StructField("t_wall", DoubleType()), StructField("type", StringType()), StructField("f", StringType()),
-        StructField("process", StringType()), StructField("value", StringType()),
-    ])
-    df = spark.read.schema(schema).option("mode", "PERMISSIVE").json(paths)
-    v = F.col("value")
-
-    def num(field: str) -> Any:
-        return F.get_json_object(v, f"$.{field}").try_cast("long").alias(field)
-
-    def text(field: str) -> Any:
-        return F.get_json_object(v, f"$.{field}").alias(field)
-
-    rows = (
-        df.where(F.col("f").isin(*RELEVANT))
-        .select(
-            "id", "src", "seq", "t_wall", "type", "f",
-            F.coalesce(num("broker_id"), F.col("process").try_cast("long")).alias("broker"),
-            *(num(f) for f in LONG_FIELDS), *(text(f) for f in TEXT_FIELDS),
-        )
-        .repartition("broker")
-        .sortWithinPartitions("broker", "src", "seq")
-        .collect()
-    )
-    return [r.asDict() for r in rows]
-
-
-def rows_from_history(path: str) -> list[dict[str, Any]]:
-    """The rows ``load_relevant`` extracts, read without Spark (for callers that must be fast)."""
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            d = json.loads(line)
-            if d.get("f") not in RELEVANT:
-                continue
-            v = d.get("value") or {}
-            broker = _as_long(v.get("broker_id"))
-            row = {"id": d["id"], "src": d["src"], "seq": d["seq"], "t_wall": d["t_wall"], "type": d["type"],
-                   "f": d["f"], "broker": _as_long(d.get("process")) if broker is None else broker}
-            row.update({k: _as_long(v.get(k)) for k in LONG_FIELDS})
-            row.update({k: _as_json_text(v.get(k)) for k in TEXT_FIELDS})
-            rows.append(row)
-    return rows
-
-
-def _as_long(x: Any) -> int | None:
-    """Spark's ``try_cast('long')`` of a JSON value: None for booleans, nulls and non-numbers."""
-    if isinstance(x, bool) or x is None:
-        return None
-    try:
-        return int(x)
-    except (TypeError, ValueError):
-        return None
-
-
-def _as_json_text(x: Any) -> str | None:
-    """What Spark's ``get_json_object`` returns: raw strings, JSON text for everything else."""
-    if x is None or isinstance(x, str):
-        return x
-    return json.dumps(x, separators=(",", ":"))
-
-
-def _bool(x: Any) -> bool:
-    return x in (True, "true", "True", 1)
-
-
-def check_epochs(broker: int, agent_events: list[dict], observed: list[dict]) -> tuple[list[dict], int]:
-    """Strictly increasing epochs, each confirmed by the observer. Returns (anomalies, unconfirmed)."""
-    out: list[dict] = []
-    unconfirmed = 0
-    prev: dict | None = None
-    seen = [o for o in observed if _bool(o["exists"])]
-    for ev in agent_events:
-        if ev["f"] != "register" or ev["type"] != "ok":
-            continue
-        epoch, session = ev["epoch"], ev["session_id"]
-        if prev is not None and epoch <= prev["epoch"]:
-            out.append(anomaly("registration-epochs", f"broker {broker} registered epoch {epoch} after "
-                               f"epoch {prev['epoch']}: epochs must strictly increase",
-                               [prev["id"], ev["id"]], broker=broker))
-        same_czxid = [o for o in seen if o["czxid"] == epoch]
-        same_owner = [o for o in seen if o["owner"] == session]
-        if any(o["owner"] == session for o in same_czxid):
-            pass
-        elif same_czxid:
-            o = same_czxid[0]
-            out.append(anomaly("registration-epochs", f"broker {broker} claims epoch {epoch} under session "
-                               f"{session:#x}, but ZooKeeper's znode with czxid {epoch} is owned by {o['owner']:#x}",
-                               [ev["id"], o["id"]], broker=broker))
-        elif same_owner:
-            o = same_owner[0]
-            out.append(anomaly("registration-epochs", f"broker {broker} claims epoch {epoch}, but ZooKeeper "
-                               f"reported czxid {o['czxid']} for its znode owned by session {session:#x}",
-                               [ev["id"], o["id"]], broker=broker))
+    def sweep(self, broker: int, rows: list[Row], context: list[Row]) -> LivenessPartial:
+        agent, observed = _agent(rows), _observed(rows)
+        run_ends = [r for r in context if r["f"] == "run_end"]
+        run_end = run_ends[-1] if run_ends else None
+        heal = _last_heal(context, run_end)
+        starts = [r for r in agent if r["f"] == "agent_start"]
+        t_ms = starts[0]["v_session_timeout_ms"] if starts else None
+        anomalies: list[dict[str, Any]] = []
+        why: str | None = None
+        if run_end is None:
+            why = "no run_end event: the history was cut short"
+        elif t_ms is None:
+            why = f"broker {broker}: session timeout unknown (no agent_start)"
         else:
-            unconfirmed += 1
-        prev = ev
-    return out, unconfirmed
+            anomalies, why = self._timed(broker, agent, observed, heal, run_end, t_ms)
+        if not anomalies:
+            anomalies = self._at_end(broker, agent, observed, run_end)
+        return LivenessPartial(broker, anomalies, why, t_ms, heal["id"] if heal else None)
 
-
-def check_liveness(broker: int, agent_events: list[dict], observed: list[dict], heal: dict | None,
-                   run_end: dict, p: Params) -> tuple[list[dict], str | None]:
-    """Returns (anomalies, undecided-reason)."""
-    live = {int(b) for b in _json_list(run_end.get("live_brokers"))}
-    if broker not in live:
+    def _timed(self, broker: int, agent: list[Row], observed: list[Row], heal: Row | None, run_end: Row,
+               t_ms: int) -> tuple[list[dict[str, Any]], str | None]:
+        live = run_end["v_live_brokers"]
+        if live is None:
+            return [], "run_end lists no live brokers"
+        if broker not in live:
+            return [], None
+        starts = [e for e in agent if e["f"] == "agent_start"]
+        t0_event = max(([heal] if heal else []) + starts[-1:], key=lambda e: e["t_wall"], default=None)
+        if t0_event is None:
+            return [], f"broker {broker}: no agent_start and no heal in the history"
+        deadline = t0_event["t_wall"] + (t_ms + self.margin_ms) / 1000.0
+        if run_end["t_wall"] < deadline:
+            return [], (f"broker {broker}: history ends {deadline - run_end['t_wall']:.1f}s before the liveness "
+                        f"deadline (T + margin after {t0_event['id']})")
+        registered: Row | None = None
+        last_change: Row | None = None
+        for ev in agent:
+            if ev["t_wall"] > deadline:
+                break
+            if _ok(ev):
+                registered, last_change = ev, ev
+            elif _lost(ev):
+                registered, last_change = None, ev
+            elif ev["f"] in ("register", "register_skipped"):
+                last_change = ev
+        # Shutdown at collection time (after run_end) is not a loss of registration.
+        after = [e for e in agent if deadline < e["t_wall"] <= run_end["t_wall"] and _lost(e)]
+        cite = [t0_event["id"]] + ([last_change["id"]] if last_change else [])
+        window = f"T + margin = {t_ms} + {self.margin_ms} ms"
+        if registered is None:
+            return [anomaly(self.name, f"broker {broker} is alive but not registered {window} after "
+                            f"{'the last heal' if t0_event is heal else 'it started'}", cite, broker=broker)], None
+        if after:
+            return [anomaly(self.name, f"broker {broker} lost its registration after the last heal with no fault "
+                            "active", cite + [after[0]["id"]], broker=broker)], None
+        finals = [o for o in observed if o["v_final"]]
+        if not finals:
+            return [], f"broker {broker}: no final ZooKeeper snapshot to confirm the registration"
+        final = finals[-1]
+        if not final["v_exists"] or final["v_owner"] != registered["v_session_id"] \
+                or final["v_czxid"] != registered["v_epoch"]:
+            state = f"owner {_hex(final['v_owner'])}, czxid {final['v_czxid']}" if final["v_exists"] else "no znode"
+            return [anomaly(self.name, f"broker {broker} believes it is registered with epoch {registered['v_epoch']} "
+                            f"under session {_hex(registered['v_session_id'])}, but ZooKeeper shows {state}",
+                            cite + [registered["id"], final["id"]], broker=broker)], None
         return [], None
-    starts = [e for e in agent_events if e["f"] == "agent_start"]
-    t0_event = max([e for e in ([heal] if heal else []) + starts[-1:]], key=lambda e: e["t_wall"], default=None)
-    if t0_event is None:
-        return [], f"broker {broker}: no agent_start and no heal in the history"
-    deadline = t0_event["t_wall"] + (p.session_timeout_ms + p.margin_ms) / 1000.0
-    if run_end["t_wall"] < deadline:
-        return [], (f"broker {broker}: history ends {deadline - run_end['t_wall']:.1f}s before the liveness "
-                    f"deadline (T + margin after {t0_event['id']})")
-    registered: dict | None = None
-    last_change: dict | None = None
-    for ev in agent_events:
-        if ev["t_wall"] > deadline:
-            break
-        if ev["f"] == "register" and ev["type"] == "ok":
-            registered, last_change = ev, ev
-        elif ev["f"] == "deregistered" or (ev["f"] == "session" and ev["state"] in ("lost", "expired")):
-            registered, last_change = None, ev
-        elif ev["f"] in ("register", "register_skipped"):
-            last_change = ev
-    # Shutdown at collection time (after run_end) is not a loss of registration.
-    after = [e for e in agent_events if deadline < e["t_wall"] <= run_end["t_wall"] and
-             (e["f"] == "deregistered" or (e["f"] == "session" and e["state"] in ("lost", "expired")))]
-    cite = [t0_event["id"]] + ([last_change["id"]] if last_change else [])
-    window = f"T + margin = {p.session_timeout_ms} + {p.margin_ms} ms"
-    if registered is None:
-        return [anomaly("registration-liveness", f"broker {broker} is alive but not registered {window} after "
-                        f"{'the last heal' if t0_event is heal else 'it started'}", cite, broker=broker)], None
-    if after:
-        return [anomaly("registration-liveness", f"broker {broker} lost its registration after the last heal "
-                        "with no fault active", cite + [after[0]["id"]], broker=broker)], None
-    finals = [o for o in observed if _bool(o["final"])]
-    if not finals:
-        return [], f"broker {broker}: no final ZooKeeper snapshot to confirm the registration"
-    final = finals[-1]
-    if not _bool(final["exists"]) or final["owner"] != registered["session_id"] or final["czxid"] != registered["epoch"]:
-        state = (f"owner {final['owner']:#x}, czxid {final['czxid']}" if _bool(final["exists"]) else "no znode")
-        return [anomaly("registration-liveness", f"broker {broker} believes it is registered with epoch "
-                        f"{registered['epoch']} under session {registered['session_id']:#x}, but ZooKeeper shows "
-                        f"{state}", cite + [registered["id"], final["id"]], broker=broker)], None
-    return [], None
+
+    def _at_end(self, broker: int, agent: list[Row], observed: list[Row], run_end: Row | None) -> list[dict[str, Any]]:
+        """The end-of-run form: the agent's last word against the final snapshot, no clock."""
+        life = [r for r in agent if r["f"] in ("session", "agent_stop", "agent_start") or _ok(r)]
+        if not life or not (_ok(life[-1]) or (life[-1]["f"] == "session" and life[-1]["v_state"] == "connected")):
+            return []
+        last = life[-1]
+        up = None if run_end is None else run_end["v_live_brokers"]
+        finals = [o for o in observed if o["v_final"]]
+        if (up is not None and broker not in up) or not finals:
+            return []
+        s, fin = last["v_session_id"], finals[-1]
+        owner_differs = s is not None and fin["v_owner"] is not None and fin["v_owner"] != s
+        if fin["v_exists"] and not owner_differs:
+            return []
+        return [anomaly(self.name, f"broker {broker} is up with CONNECTED session {_hex(s)} at the end, but its final "
+                        f"znode exists={fin['v_exists']} owner={_hex(fin['v_owner'])}", [last["id"], fin["id"]],
+                        broker=broker)]
+
+    def fold(self, partials: list[LivenessPartial]) -> Result:
+        an = [a for p in partials for a in p.anomalies]
+        undecided = sorted({p.undecided for p in partials if p.undecided})
+        valid = False if an else (UNKNOWN if undecided or not partials else True)
+        return result(valid, an, margin_ms=self.margin_ms,
+                      session_timeout_ms={p.broker: p.session_timeout_ms for p in partials},
+                      last_heal=next((p.last_heal for p in partials if p.last_heal), None), undecided=undecided)
 
 
-def _json_list(x: Any) -> list:
-    if x is None:
-        return []
-    return x if isinstance(x, list) else json.loads(x)
+def _lost(ev: Row) -> bool:
+    return ev["f"] == "deregistered" or (ev["f"] == "session" and ev["v_state"] in ("lost", "expired"))
 
 
-def check_rows(rows: Iterable[dict[str, Any]], margin_ms: int = DEFAULT_MARGIN_MS) -> dict[str, Any]:
-    """Both checks over extracted rows (from ``load_relevant`` or built by hand in tests)."""
-    rows = list(rows)
-    run_ends = [r for r in rows if r["f"] == "run_end"]
-    end_t = run_ends[-1]["t_wall"] if run_ends else float("inf")
-    # The last heal: the last completed stop of any nemesis op (a fault's own stop or a heal-all),
-    # before the run ended; the heal at nemesis setup precedes every fault and does not count.
-    stops = sorted((r for r in rows if r["src"] == "nemesis" and r["phase"] == "stop" and r["stage"] == "complete"
-                    and r["reason"] != "setup" and r["t_wall"] <= end_t), key=lambda r: r["t_wall"])
-    last_heal = stops[-1] if stops else None
-    brokers = sorted({r["broker"] for r in rows if r["src"].startswith("agent:") and r["broker"] is not None})
-    epoch_anoms: list[dict] = []
-    live_anoms: list[dict] = []
-    unconfirmed = 0
-    undecided: list[str] = []
-    timeouts = {}
-    for b in brokers:
-        agent = sorted((r for r in rows if r["src"] == f"agent:{b}"), key=lambda r: r["seq"])
-        observed = sorted((r for r in rows if r["src"] == "observer" and r["broker"] == b), key=lambda r: r["seq"])
-        a, u = check_epochs(b, agent, observed)
-        epoch_anoms += a
-        unconfirmed += u
-        t_ms = next((r["session_timeout_ms"] for r in agent if r["f"] == "agent_start"), None)
-        timeouts[b] = t_ms
-        if not run_ends:
-            undecided.append("no run_end event: the history was cut short")
-            continue
-        if t_ms is None:
-            undecided.append(f"broker {b}: session timeout unknown (no agent_start)")
-            continue
-        la, why = check_liveness(b, agent, observed, last_heal, run_ends[-1], Params(t_ms, margin_ms))
-        live_anoms += la
-        if why:
-            undecided.append(why)
-    epochs = result(
-        False if epoch_anoms else (UNKNOWN if unconfirmed else True), epoch_anoms,
-        brokers=len(brokers), unconfirmed_registrations=unconfirmed,
-        registrations=sum(1 for r in rows if r["f"] == "register" and r["type"] == "ok"),
-    )
-    liveness = result(
-        False if live_anoms else (UNKNOWN if undecided or not brokers else True), live_anoms,
-        margin_ms=margin_ms, session_timeout_ms=timeouts, last_heal=last_heal["id"] if last_heal else None,
-        undecided=sorted(set(undecided)),
-    )
-    return compose({"registration-epochs": epochs, "registration-liveness": liveness})
-
-
-def check(spark: Any, history_paths: list[str], margin_ms: int = DEFAULT_MARGIN_MS) -> dict[str, Any]:
-    return check_rows(load_relevant(spark, history_paths), margin_ms)
+def _last_heal(context: list[Row], run_end: Row | None) -> Row | None:
+    """The last completed stop of a nemesis op before the run ended; the heal at nemesis setup
+    precedes every fault and does not count."""
+    end_t = run_end["t_wall"] if run_end else float("inf")
+    stops = sorted((r for r in context if r["src"] == "nemesis" and r["v_phase"] == "stop"
+                    and r["v_stage"] == "complete" and r["v_reason"] != "setup" and r["t_wall"] <= end_t),
+                   key=lambda r: r["t_wall"])
+    return stops[-1] if stops else None

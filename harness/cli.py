@@ -20,8 +20,8 @@ COMMAND_MODULES = (
     "harness.commands.teardown",
     "harness.commands.agent",
     "checkers.command",
-    "nemesis.command",
-    "workloads.repro_command",
+    "harness.commands.hunt",
+    "harness.commands.repro",
 )
 
 

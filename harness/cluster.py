@@ -24,9 +24,7 @@ import os
 import shlex
 import shutil
 import sys
-import tarfile
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,16 +33,17 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from agent.config import AgentConfig, Toggles
+from harness.components import Component
+from harness.components.agent import AgentProcess, build_agent_bundle
+from harness.components.sshd import EmbeddedSshd
+from harness.components.toxiproxy import Link, LinkNet, ToxiproxyServer
+from harness.components.zookeeper import Ensemble, ZkMember, ZooKeeperNode
 from harness.inventory import Inventory, NodeSpec
-from harness.remote import ProcessControl, Remote, RemoteError, SSHRemote, on_nodes
-from harness.sshd import EmbeddedSshd
-from harness.toxiproxy import Link, LinkNet, ToxiproxyServer
-from harness.zookeeper import Ensemble, ZkMember, ZooKeeperNode
-from history import Event, read_events
+from harness.remote import Remote, SSHRemote, on_nodes
+from harness.wait import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STATE_DIR = REPO_ROOT / ".local" / "state"
-AGENT_PACKAGES = ("agent", "zkwire", "history")  # the whole bundle a broker node gets
 
 
 def state_path(run_id: str) -> Path:
@@ -110,97 +109,6 @@ def free_ports_on(remote: Remote, address: str, count: int, python: str = "pytho
     return [int(x) for x in res.stdout.split()]
 
 
-class AgentProcess:
-    """One broker agent on its node."""
-
-    def __init__(self, node: NodeSpec, remote: Remote, workdir: str, python: str, state: RunState) -> None:
-        assert node.broker_id is not None
-        self.node = node
-        self.broker_id = node.broker_id
-        self.remote = remote
-        self.workdir = workdir
-        self.python = python
-        self.proc = ProcessControl(remote)
-        self.state = state
-        self.config: AgentConfig | None = None
-
-    @property
-    def config_path(self) -> str:
-        return f"{self.workdir}/agent.json"
-
-    @property
-    def pidfile(self) -> str:
-        return f"{self.workdir}/agent.pid"
-
-    @property
-    def logfile(self) -> str:
-        return f"{self.workdir}/agent.log"
-
-    @property
-    def events_path(self) -> str:
-        return f"{self.workdir}/events.jsonl"
-
-    @property
-    def data_dir(self) -> str:
-        return f"{self.workdir}/data"
-
-    def write_config(self, cfg: AgentConfig) -> None:
-        self.config = cfg
-        text = json.dumps(cfg.to_dict(), indent=1)
-        self.remote.run(f"mkdir -p {shlex.quote(self.data_dir)} && printf %s {shlex.quote(text)} > "
-                        f"{shlex.quote(self.config_path)}", check=True)
-
-    def start(self) -> int:
-        self.state.add_pidfile(self.node.name, self.pidfile)
-        cmd = f"{shlex.quote(self.python)} -m agent --config {shlex.quote(self.config_path)}"
-        return self.proc.start(cmd, self.workdir, self.pidfile, self.logfile,
-                               env={"PYTHONPATH": f"{self.workdir}/code", "PYTHONUNBUFFERED": "1"})
-
-    def stop(self, grace: float = 5.0) -> bool:
-        return self.proc.stop(self.pidfile, grace)
-
-    def kill(self) -> bool:
-        return self.proc.kill(self.pidfile)
-
-    def pause(self) -> bool:
-        pid = self.proc.pid(self.pidfile)
-        return pid is not None and self.proc.signal(pid, "STOP")
-
-    def resume(self) -> bool:
-        pid = self.proc.pid(self.pidfile)
-        return pid is not None and self.proc.signal(pid, "CONT")
-
-    def running(self) -> bool:
-        pid = self.proc.pid(self.pidfile)
-        return pid is not None and self.proc.alive(pid)
-
-    def bounce(self, hard: bool = False) -> None:
-        """Restart the process: SIGTERM (clean session close) or SIGKILL (``hard``), then start."""
-        self.kill() if hard else self.stop()
-        self.start()
-
-    def wipe_data(self) -> None:
-        self.remote.run(f"rm -rf {shlex.quote(self.data_dir)} && mkdir -p {shlex.quote(self.data_dir)}", check=True)
-
-    def events(self) -> list[Event]:
-        """Download and parse this agent's events so far."""
-        local = Path(self.state.scratch) / "peek" / f"agent-{self.broker_id}.jsonl"
-        try:
-            self.remote.get(self.events_path, local)
-        except (OSError, RemoteError):
-            return []
-        return list(read_events(local))
-
-    def wait_for(self, pred: Callable[[Event], bool], timeout: float, poll: float = 0.2) -> Event | None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for ev in self.events():
-                if pred(ev):
-                    return ev
-            time.sleep(poll)
-        return None
-
-
 class Cluster:
     def __init__(self, inventory: Inventory, scratch: Path, run_id: str, log: Callable[[str], None] | None = None):
         self.inv = inventory
@@ -218,7 +126,7 @@ class Cluster:
         self.agent_ports: dict[int, int] = {}
         self._zk_clients: list[KazooClient] = []
         self.zkproxy: Any = None  # nemesis.zkproxy.ProxyProcess when the run routes through it
-        self._code_tarball: Path | None = None
+        self._bundle: Path | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Cluster:
@@ -233,6 +141,9 @@ class Cluster:
         return sys.executable if self.inv.embedded else self.inv.agents.python
 
     def node_workdir(self, node: NodeSpec) -> str:
+        """Fixed when the cluster connects (``run_id`` changes per run on a warm cluster)."""
+        if node.name in self.state.node_workdirs:
+            return self.state.node_workdirs[node.name]
         if node.workdir:
             return node.workdir
         if self.inv.embedded:
@@ -259,7 +170,7 @@ class Cluster:
                                     self.scratch / "zkproxy", seed=seed, listen_host=self.inv.toxiproxy.host,
                                     run=self.run_id)
         self.zkproxy.start()
-        self.state.local_pids.append(self.zkproxy.proc.pid)
+        self.state.local_pids.append(self.zkproxy.process.pid)
         self.state.save()
 
     def zk_upstream(self, member: ZkMember) -> str:
@@ -336,16 +247,6 @@ class Cluster:
                     self.links.create(Link(name, "agent-agent", src.name, dst.name,
                                            f"{dst.address}:{self.agent_ports[dst.broker_id]}"))  # type: ignore[index]
 
-    def _code_bundle(self) -> Path:
-        if self._code_tarball is None:
-            path = self.scratch / "agent-code.tar.gz"
-            with tarfile.open(path, "w:gz") as tar:
-                for pkg in AGENT_PACKAGES:
-                    tar.add(REPO_ROOT / pkg, arcname=pkg,
-                            filter=lambda ti: None if "__pycache__" in ti.name else ti)
-            self._code_tarball = path
-        return self._code_tarball
-
     # -- agents --------------------------------------------------------------------------
     def agent_config(self, broker: NodeSpec, toggles: Toggles, extra: dict[str, Any] | None = None) -> AgentConfig:
         assert broker.broker_id is not None and self.ensemble is not None
@@ -372,27 +273,28 @@ class Cluster:
         )
 
     def start_agents(self, toggles: dict[str, Any] | Toggles | None = None, brokers: list[int] | None = None,
-                     extra: dict[str, Any] | None = None, per_broker_toggles: dict[int, dict[str, Any]] | None = None
-                     ) -> list[AgentProcess]:
-        """Upload the agent code, write each config and start the agents over SSH."""
+                     extra: dict[str, Any] | None = None, per_broker_toggles: dict[int, dict[str, Any]] | None = None,
+                     config_overrides: dict[int, dict[str, Any]] | None = None) -> list[AgentProcess]:
+        """Ship the agent bundle, write each config and start the agents over SSH.
+        ``config_overrides`` sets AgentConfig fields per broker (e.g. ``zk_pipeline_connect``)."""
         self._ensure_agent_links()
         base = toggles if isinstance(toggles, Toggles) else Toggles.from_dict(
             {**self.inv.agents.toggles.to_dict(), **(toggles or {})})
         targets = [b for b in self.inv.brokers if brokers is None or b.broker_id in brokers]
-        bundle = self._code_bundle()
-        python = self.node_python
+        if self._bundle is None:
+            self._bundle = build_agent_bundle(self.scratch / "agent-code.tar.gz")
 
         def start_one(node: NodeSpec) -> AgentProcess:
-            remote = self.remotes[node.name]
-            wd = self.node_workdir(node)
-            remote.put(bundle, f"{wd}/agent-code.tar.gz")
-            remote.run(f"rm -rf {shlex.quote(wd)}/code && mkdir -p {shlex.quote(wd)}/code && "
-                       f"tar -xzf {shlex.quote(wd)}/agent-code.tar.gz -C {shlex.quote(wd)}/code", check=True)
             tg = base
             if per_broker_toggles and node.broker_id in per_broker_toggles:
                 tg = replace(base, **per_broker_toggles[node.broker_id])
-            agent = AgentProcess(node, remote, wd, python, self.state)
-            agent.write_config(self.agent_config(node, tg, extra))
+            cfg = self.agent_config(node, tg, extra)
+            for k, v in (config_overrides or {}).get(node.broker_id, {}).items():  # type: ignore[arg-type]
+                setattr(cfg, k, v)
+            agent = AgentProcess(node, self.remotes[node.name], self.node_workdir(node), self.node_python,
+                                 self.scratch / "peek", on_start=lambda a: self.state.add_pidfile(a.name, a.pidfile))
+            agent.install(self._bundle)  # type: ignore[arg-type]
+            agent.write_config(cfg)
             agent.start()
             return agent
 
@@ -408,18 +310,26 @@ class Cluster:
         """Block until each broker's znode exists; returns broker id → czxid."""
         ids = broker_ids if broker_ids is not None else sorted(self.agents)
         zk = self.zk()
-        deadline = time.monotonic() + timeout
         found: dict[int, int] = {}
-        while time.monotonic() < deadline:
+
+        def all_registered() -> bool:
             for b in ids:
                 stat = zk.exists(f"/brokers/ids/{b}")
                 if stat is not None:
                     found[b] = stat.czxid
-            if len(found) == len(ids):
-                return found
-            time.sleep(0.1)
-        missing = sorted(set(ids) - set(found))
-        raise TimeoutError(f"brokers {missing} not registered after {timeout:.0f}s")
+            return len(found) == len(ids)
+
+        if not wait_until(all_registered, timeout):
+            raise TimeoutError(f"brokers {sorted(set(ids) - set(found))} not registered after {timeout:.0f}s")
+        return found
+
+    def components(self) -> dict[str, Component]:
+        """Node name → component: the ZooKeeper servers and the started agents."""
+        out: dict[str, Component] = {}
+        if self.ensemble is not None:
+            out.update({n.name: n for n in self.ensemble.nodes})
+        out.update({a.name: a for a in self.agents.values()})
+        return out
 
     def zk(self) -> KazooClient:
         """A direct kazoo client to the ensemble (not through any proxy)."""
@@ -431,29 +341,31 @@ class Cluster:
 
     # -- collection and teardown ---------------------------------------------------------
     def collect(self, run_dir: Path) -> dict[str, list[Path]]:
-        """Download agents' events and logs and ZooKeeper logs into ``run_dir``."""
+        """Download agents' events and every component's logs into ``run_dir``."""
         got: dict[str, list[Path]] = {"events": [], "logs": []}
         logs = run_dir / "logs"
         for agent in self.agents.values():
-            for remote_path, local in (
-                (agent.events_path, run_dir / "events" / f"agent-{agent.broker_id}.jsonl"),
-                (agent.logfile, logs / f"{agent.node.name}-agent.log"),
-            ):
-                try:
-                    agent.remote.get(remote_path, local)
-                    got["events" if local.suffix == ".jsonl" else "logs"].append(local)
-                except (OSError, RemoteError):
-                    pass
-        if self.ensemble is not None:
-            for node in self.ensemble.nodes:
-                got["logs"] += node.download_logs(logs)
-        if self.toxiproxy is not None and self.toxiproxy.logfile.exists():
-            logs.mkdir(parents=True, exist_ok=True)
-            shutil.copy(self.toxiproxy.logfile, logs / "toxiproxy.log")
+            events = agent.collect_events(run_dir / "events")
+            got["events"] += [events] if events is not None else []
+        services: list[Any] = [*self.components().values(), self.toxiproxy, self.zkproxy]
+        for c in services:
+            if c is not None:
+                got["logs"] += c.logs(logs)
         return got
 
     def stop_agents(self) -> None:
-        on_nodes(list(self.agents.values()), lambda a: (a.resume(), a.stop()))
+        """SIGTERM every agent (sessions close cleanly), SIGKILL after the grace period."""
+        on_nodes(list(self.agents.values()), lambda a: a.stop())
+
+    def retire_agents(self) -> None:
+        """The run is over for its agents (stopped, collected): SIGKILL any that survived the stop
+        and forget them, so no nemesis heal restarts them."""
+        on_nodes(list(self.agents.values()), lambda a: a.kill())
+        self.agents.clear()
+
+    def kill_agents(self) -> None:
+        """SIGKILL every agent at once (their events are flushed per line)."""
+        on_nodes(list(self.agents.values()), lambda a: a.kill())
 
     def teardown(self) -> None:
         """Stop everything this cluster started, in reverse order; never raises."""
@@ -476,7 +388,7 @@ class Cluster:
         if self.zkproxy is not None:
             attempt("zkproxy", self.zkproxy.stop)
         if self.ensemble is not None:
-            attempt("zookeeper", lambda: on_nodes(self.ensemble.nodes, lambda n: (n.resume(), n.stop())))
+            attempt("zookeeper", lambda: on_nodes(self.ensemble.nodes, lambda n: n.stop()))
         for name, remote in self.remotes.items():
             wd = self.state.node_workdirs.get(name)
             if wd and not self.inv.embedded:

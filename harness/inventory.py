@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.config import ConfigError, Toggles
+from harness.components.zookeeper import DEBIAN_CLASSPATH, ZkSettings
 from harness.errors import UsageError
-from harness.zookeeper import DEBIAN_CLASSPATH, ZkSettings
 
 ROLES = ("zookeeper", "broker")
 REPO_ROOT = Path(__file__).resolve().parent.parent

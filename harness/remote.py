@@ -13,7 +13,6 @@ import shlex
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,6 +20,9 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 import paramiko
+
+from harness.components import ProcState, parse_stat
+from harness.wait import wait_until
 
 T = TypeVar("T")
 N = TypeVar("N")
@@ -86,34 +88,38 @@ class ProcessControl:
         text = res.stdout.strip()
         return int(text) if text.isdigit() else None
 
-    def alive(self, pid: int) -> bool:
-        # A zombie or stopped process still "exists"; treat zombies as dead.
-        res = self.remote.run(f"ps -o stat= -p {pid} 2>/dev/null", timeout=10)
-        stat = res.stdout.strip()
-        return bool(stat) and not stat.startswith("Z")
+    def state(self, pidfile: str) -> ProcState:
+        """The process's state in one remote command (the one definition: ``parse_stat``)."""
+        pf = shlex.quote(pidfile)
+        res = self.remote.run(f"test -f {pf} && ps -o stat= -p $(cat {pf}) 2>/dev/null", timeout=10)
+        return parse_stat(res.stdout)
+
+    def _pid_state(self, pid: int) -> ProcState:
+        return parse_stat(self.remote.run(f"ps -o stat= -p {pid} 2>/dev/null", timeout=10).stdout)
 
     def signal(self, pid: int, sig: str) -> bool:
         # Negative pid = the whole process group created by setsid.
         res = self.remote.run(f"kill -{sig} -- -{pid} 2>/dev/null || kill -{sig} {pid} 2>/dev/null", timeout=10)
         return res.ok
 
-    def stop(self, pidfile: str, grace: float = 5.0) -> bool:
-        """SIGTERM, wait up to ``grace``, then SIGKILL. Returns True if something was running."""
+    def signal_pidfile(self, pidfile: str, sig: str) -> bool:
         pid = self.pid(pidfile)
-        if pid is None or not self.alive(pid):
+        return pid is not None and self.signal(pid, sig)
+
+    def stop(self, pidfile: str, grace: float = 5.0) -> bool:
+        """SIGCONT and SIGTERM, wait up to ``grace``, then SIGKILL. True if something was running."""
+        pid = self.pid(pidfile)
+        if pid is None or self._pid_state(pid) is ProcState.STOPPED:
             return False
+        self.signal(pid, "CONT")  # a paused process cannot act on SIGTERM
         self.signal(pid, "TERM")
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if not self.alive(pid):
-                return True
-            time.sleep(0.1)
-        self.signal(pid, "KILL")
+        if not wait_until(lambda: self._pid_state(pid) is ProcState.STOPPED, grace):
+            self.signal(pid, "KILL")
         return True
 
     def kill(self, pidfile: str) -> bool:
         pid = self.pid(pidfile)
-        if pid is None or not self.alive(pid):
+        if pid is None or self._pid_state(pid) is ProcState.STOPPED:
             return False
         self.signal(pid, "KILL")
         return True

@@ -3,6 +3,7 @@ the ZooKeeper wire proxy), and the merge of per-source files into ``history.json
 
 This package is shipped to broker nodes with the agent (it imports nothing from the control
 node), so agents and the control node write the same line format with the same code.
+``history.kinds`` is the event contract: every kind and value field, declared once.
 """
 
 from history.events import (
@@ -10,9 +11,15 @@ from history.events import (
     Event,
     EventWriter,
     HistoryFormatError,
+    has_torn_tail,
     merge,
+    parse_record,
     read_events,
+    read_records,
     write_history,
 )
 
-__all__ = ["OP_TYPES", "Event", "EventWriter", "HistoryFormatError", "merge", "read_events", "write_history"]
+__all__ = [
+    "OP_TYPES", "Event", "EventWriter", "HistoryFormatError", "has_torn_tail", "merge", "parse_record", "read_events",
+    "read_records", "write_history",
+]

@@ -114,13 +114,17 @@ class EventWriter:
         self.close()
 
 
+def _tail(path: str | os.PathLike[str], size: int = 65536) -> bytes:
+    """The file's last ``size`` bytes (whole lines but the first, unless the file is shorter)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - size))
+        return fh.read()
+
+
 def _last_seq(path: Path) -> int:
     try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - 65536))
-            tail = fh.read().decode("utf-8", "replace").splitlines()
+        tail = _tail(path).decode("utf-8", "replace").splitlines()
     except FileNotFoundError:
         return 0
     for line in reversed(tail):
@@ -135,8 +139,34 @@ class HistoryFormatError(ValueError):
     """A history line that is not a valid event; the message names file and line."""
 
 
-def read_events(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = True) -> Iterator[Event]:
-    """Yield events from a JSONL file. A torn final line (crash mid-write) is skipped."""
+# Every line carries these; the rest of the envelope (run, t_mono, process, id, index) is optional.
+ENVELOPE_REQUIRED = ("src", "seq", "t_wall", "type", "f")
+
+
+def parse_record(line: str) -> dict[str, Any]:
+    """One history line as a dict, if its envelope is valid (``ValueError`` says why not). This is
+    the one definition of a valid line: ``read_records`` and the Spark loader both use it."""
+    d = json.loads(line)
+    if not isinstance(d, dict):
+        raise ValueError("not a JSON object")
+    missing = [k for k in ENVELOPE_REQUIRED if d.get(k) is None]
+    if missing:
+        raise ValueError(f"missing {', '.join(missing)}")
+    if not isinstance(d["seq"], int) or isinstance(d["seq"], bool):
+        raise ValueError(f"seq must be an integer, not {d['seq']!r}")
+    if not isinstance(d["t_wall"], int | float) or isinstance(d["t_wall"], bool):
+        raise ValueError(f"t_wall must be a number, not {d['t_wall']!r}")
+    if not all(isinstance(d[k], str) for k in ("src", "type", "f")):
+        raise ValueError("src, type and f must be strings")
+    if not isinstance(d.get("t_mono", 0), int) or not isinstance(d.get("value") or {}, dict):
+        raise ValueError("t_mono must be an integer and value an object")
+    return d
+
+
+def read_records(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = True) -> Iterator[dict[str, Any]]:
+    """Yield each line of a JSONL history as a dict (``parse_record``). A torn final line (a crash
+    mid-write: no newline, not a valid event) is skipped; any other bad line raises
+    ``HistoryFormatError`` naming ``file:line``."""
     p = Path(path)
     with open(p, encoding="utf-8") as fh:
         lines = fh.readlines()
@@ -145,12 +175,32 @@ def read_events(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = True
         if not line:
             continue
         try:
-            d = json.loads(line)
-            yield Event.from_dict(d)
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            yield parse_record(line)
+        except ValueError as e:  # json.JSONDecodeError is a ValueError
             if tolerate_torn_tail and lineno == len(lines) and not lines[-1].endswith("\n"):
                 return
             raise HistoryFormatError(f"{p}:{lineno}: not a valid event: {e}") from e
+
+
+def read_events(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = True) -> Iterator[Event]:
+    """Yield events from a JSONL file (``read_records``): a torn final line is skipped."""
+    for d in read_records(path, tolerate_torn_tail=tolerate_torn_tail):
+        yield Event.from_dict(d)
+
+
+def has_torn_tail(path: str | os.PathLike[str]) -> bool:
+    """Whether the file ends with a torn line: one ``read_records`` skips. Reads only the tail."""
+    tail = _tail(path)
+    if b"\n" not in tail and os.path.getsize(path) > len(tail):  # a last line longer than the window
+        tail = Path(path).read_bytes()
+    if not tail or tail.endswith(b"\n"):
+        return False
+    last = tail.rsplit(b"\n", 1)[-1].decode("utf-8", "replace").strip()
+    try:
+        parse_record(last)
+    except ValueError:
+        return bool(last)
+    return False
 
 
 def merge(sources: Iterable[Iterable[Event]]) -> list[Event]:

@@ -6,26 +6,19 @@ end of every schedule and in ``finally``, and nothing outside the inventory is e
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from harness.cluster import Cluster
-    from history import EventWriter
+from history import EventWriter
+from nemesis.ops import Completion, FaultOp, TargetError
+from nemesis.targets import Pools, cluster_pools, resolve_op
 
-
-@dataclass(slots=True)
-class FaultOp:
-    f: str  # fault name: "isolate", "partition", "kill", ...
-    phase: str  # "start" | "stop"
-    targets: list[str] = field(default_factory=list)  # node names (resolved from a target spec)
-    params: dict[str, Any] = field(default_factory=dict)
+__all__ = ["Completion", "FaultOp", "Nemesis", "NemesisRunner", "TargetError"]
 
 
 class Nemesis(Protocol):
     fs: frozenset[str]  # the fault names this nemesis handles
 
-    def setup(self, cluster: Cluster) -> None: ...
+    def setup(self, cluster: Any) -> None: ...
 
     def invoke(self, op: FaultOp) -> dict[str, Any]: ...
 
@@ -34,12 +27,11 @@ class Nemesis(Protocol):
     def teardown(self) -> None: ...
 
 
-class TargetError(ValueError):
-    pass
-
-
 class NemesisRunner:
-    def __init__(self, cluster: Cluster, events: EventWriter, nemeses: list[Nemesis]) -> None:
+    """Runs fault ops against ``cluster`` (anything with ``inv.nodes``; nemeses get it at setup).
+    ``pools`` resolves target specs; by default it is made over the live cluster on first use."""
+
+    def __init__(self, cluster: Any, events: EventWriter, nemeses: list[Nemesis], pools: Pools | None = None) -> None:
         self.cluster = cluster
         self.events = events
         self.nemeses = nemeses
@@ -48,14 +40,12 @@ class NemesisRunner:
             for f in n.fs:
                 self.by_f[f] = n
         self.active: list[FaultOp] = []
-        self._pools: Any = None  # nemesis.targets.Pools over the cluster, made on first use
+        self._pools = pools
 
     def resolve(self, op: FaultOp) -> FaultOp:
         """Ops that carry a target spec (``params['spec']``) and no targets get their targets now."""
         if op.targets or "spec" not in op.params:
             return op
-        from nemesis.targets import cluster_pools, resolve_op
-
         if self._pools is None:
             self._pools = cluster_pools(self.cluster)
         roles = {f: r for n in self.nemeses for f, r in getattr(n, "default_roles", {}).items()}
@@ -66,14 +56,14 @@ class NemesisRunner:
             n.setup(self.cluster)
         self.heal("setup")
 
-    def invoke(self, op: FaultOp) -> bool:
+    def invoke(self, op: FaultOp) -> Completion:
         if op.phase == "start":
             try:
                 op = self.resolve(op)
             except TargetError as e:  # e.g. no controller right now: recorded, the run goes on
                 self.events.emit(op.f, type="info", process="nemesis", stage="error", phase=op.phase,
                                  targets=[], error=str(e), **op.params)
-                return False
+                return Completion(op, False, {"error": str(e)})
         known = {node.name for node in self.cluster.inv.nodes}
         outside = [t for t in op.targets if t not in known]
         if outside:
@@ -84,18 +74,18 @@ class NemesisRunner:
         base = {"phase": op.phase, "targets": op.targets, **op.params}
         self.events.emit(op.f, type="info", process="nemesis", stage="invoke", **base)
         try:
-            detail = nemesis.invoke(op)
+            detail = nemesis.invoke(op) or {}
         except Exception as e:  # noqa: BLE001 - a failed fault is recorded, the run goes on
             self.events.emit(op.f, type="info", process="nemesis", stage="error", error=repr(e), **base)
-            return False
-        self.events.emit(op.f, type="info", process="nemesis", stage="complete", **{**base, **(detail or {})})
+            return Completion(op, False, {"error": repr(e)})
+        self.events.emit(op.f, type="info", process="nemesis", stage="complete", **{**base, **detail})
         if op.phase == "start":
             if not (detail or {}).get("instant"):
                 self.active.append(op)
         else:
             self.active = [a for a in self.active
                            if not (a.f == op.f and (a.targets == op.targets or not op.targets))]
-        return True
+        return Completion(op, True, detail)
 
     def heal(self, reason: str) -> None:
         """Undo every fault; errors are recorded and the other nemeses still heal."""

@@ -5,6 +5,10 @@ Faults (``FaultOp.f``), each ``start`` adds toxics and ``stop`` removes the toxi
 (``stop`` with no targets undoes it everywhere):
 
 * ``isolate``: a broker loses every ZooKeeper link (black hole, connections stay open).
+* ``cut``: the links named in param ``links`` (``["b2->zk1", "b2->zk3"]``) lose their traffic,
+  ``stream`` both (default), upstream or downstream; ``stop`` heals them (all cut links when
+  ``links`` is not given). A ``stop`` of ``isolate`` leaves them cut, so "cut the links that stay
+  cut, then stop the isolation" is a partial heal.
 * ``partition``: a grudge (``nemesis.grudges``) cut onto the links. params: ``grudge``
   (isolate | halves | bridge | majorities-ring), ``direction`` (both | one-way); targets as
   ``grudges.build`` reads them.
@@ -20,16 +24,11 @@ toxic (Toxiproxy's ``/reset``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import requests
-
-from nemesis.base import FaultOp
+from harness.components.toxiproxy import LinkNet
 from nemesis.grudges import LinkRef, build, grudge_cuts
-
-if TYPE_CHECKING:
-    from harness.cluster import Cluster
-    from harness.toxiproxy import LinkNet
+from nemesis.ops import FaultOp
 
 # fault → (toxic type, default attributes from params)
 SHAPING: dict[str, tuple[str, dict[str, tuple[str, int]]]] = {
@@ -38,16 +37,17 @@ SHAPING: dict[str, tuple[str, dict[str, tuple[str, int]]]] = {
     "reset_peer": ("reset_peer", {"timeout": ("timeout_ms", 0)}),
     "slow_close": ("slow_close", {"delay": ("delay_ms", 1000)}),
 }
-LINK_FAULTS = frozenset({"isolate", "partition", *SHAPING})
+LINK_FAULTS = frozenset({"isolate", "cut", "partition", *SHAPING})
+STREAMS = {"both": ("upstream", "downstream"), "upstream": ("upstream",), "downstream": ("downstream",)}
 
 
 class LinkNemesis:
     fs = LINK_FAULTS
 
     def __init__(self) -> None:
-        self.cluster: Cluster | None = None
+        self.cluster: Any = None
 
-    def setup(self, cluster: Cluster) -> None:
+    def setup(self, cluster: Any) -> None:
         self.cluster = cluster
 
     @property
@@ -55,33 +55,13 @@ class LinkNemesis:
         assert self.cluster is not None and self.cluster.links is not None, "LinkNemesis: no Toxiproxy links"
         return self.cluster.links
 
-    # -- toxiproxy HTTP (no shared class state) ------------------------------------------
-    def _url(self, path: str) -> str:
-        server = self.links.server
-        return f"http://{server.host}:{server.port}{path}"
-
-    def _toxics(self, link: str) -> list[str]:
-        r = requests.get(self._url(f"/proxies/{link}/toxics"), timeout=5)
-        if r.status_code == 404:
-            return []
-        r.raise_for_status()
-        return [t["name"] for t in r.json()]
-
-    def _add(self, link: str, toxic: str, type_: str, stream: str, attributes: dict[str, Any]) -> None:
-        if toxic in self._toxics(link):
-            return
-        r = requests.post(self._url(f"/proxies/{link}/toxics"), timeout=5, json={
-            "name": toxic, "type": type_, "stream": stream, "toxicity": 1.0, "attributes": attributes})
-        r.raise_for_status()
-
-    def _remove(self, prefix: str, links: list[str] | None = None) -> int:
-        removed = 0
-        for link in links if links is not None else list(self.links.links):
-            for toxic in self._toxics(link):
-                if toxic.startswith(prefix):
-                    requests.delete(self._url(f"/proxies/{link}/toxics/{toxic}"), timeout=5).raise_for_status()
-                    removed += 1
-        return removed
+    def _add(self, names: list[str], prefix: str, type_: str, attributes: dict[str, Any],
+             stream: str = "both") -> None:
+        if stream not in STREAMS:
+            raise ValueError(f"stream must be one of {', '.join(STREAMS)}, not {stream!r}")
+        for name in names:
+            for st in STREAMS[stream]:
+                self.links.add_toxic(name, f"{prefix}_{st}", type_, st, attributes)
 
     def _refs(self) -> list[LinkRef]:
         return [LinkRef(ln.name, ln.src, ln.dst) for ln in self.links.links.values()]
@@ -92,25 +72,32 @@ class LinkNemesis:
 
     # -- the protocol -----------------------------------------------------------------------
     def invoke(self, op: FaultOp) -> dict[str, Any]:
+        remove = self.links.remove_toxics
         if op.f == "isolate":
             names = [n for t in op.targets for n in self.links.links_between(src=t, kind="agent-zk")]
             if op.phase == "start":
-                stream = op.params.get("stream", "both")
-                for st in ("upstream", "downstream") if stream == "both" else (stream,):
-                    for name in names:
-                        self._add(name, f"cut_{st}", "timeout", st, {"timeout": 0})
+                self._add(names, "cut", "timeout", {"timeout": 0}, op.params.get("stream", "both"))
                 return {"links": names}
-            return {"links": names, "toxics_removed": self._remove("cut_", names or None)}
+            return {"links": names, "toxics_removed": remove("cut_", names or None)}
+        if op.f == "cut":
+            names = list(op.params.get("links") or [])
+            unknown = [n for n in names if n not in self.links.links]
+            if unknown or (op.phase == "start" and not names):
+                raise ValueError(f"cut: params.links must name links of this cluster, not {unknown or names}")
+            if op.phase == "start":
+                self._add(names, "linkcut", "timeout", {"timeout": 0}, op.params.get("stream", "both"))
+                return {"links": names}
+            return {"links": names, "toxics_removed": remove("linkcut_", names or None)}
         if op.f == "partition":
             if op.phase == "stop":
-                return {"toxics_removed": self._remove("partition_")}
-            nodes = [n.name for n in self.cluster.inv.nodes]  # type: ignore[union-attr]
+                return {"toxics_removed": remove("partition_")}
+            nodes = [n.name for n in self.cluster.inv.nodes]
             grudge = build(op.params.get("grudge", "isolate"), op.targets, nodes,
                            op.params.get("direction", "both"))
             cuts = grudge_cuts(grudge, self._refs())
             for link, streams in cuts.items():
                 for st in sorted(streams):
-                    self._add(link, f"partition_{st}", "timeout", st, {"timeout": 0})
+                    self._add([link], "partition", "timeout", {"timeout": 0}, st)
             return {"grudge_map": {k: sorted(v) for k, v in sorted(grudge.items()) if v},
                     "cuts": {k: sorted(v) for k, v in cuts.items()}}
         if op.f in SHAPING:
@@ -118,11 +105,9 @@ class LinkNemesis:
             kind = op.params.get("kind")
             names = self._touching(op.targets, kind) if op.targets else None
             if op.phase == "stop":
-                return {"toxics_removed": self._remove(f"{op.f}_", names)}
+                return {"toxics_removed": remove(f"{op.f}_", names)}
             attributes = {a: int(op.params.get(p, d)) for a, (p, d) in attrs.items()}
-            for name in names or []:
-                for st in ("upstream", "downstream"):
-                    self._add(name, f"{op.f}_{st}", type_, st, attributes)
+            self._add(names or [], op.f, type_, attributes)
             return {"links": names or [], **attributes}
         raise ValueError(f"LinkNemesis cannot do {op.f}")
 

@@ -1,25 +1,25 @@
-"""Process faults over SSH, for ZooKeeper servers (``zk<N>``) and broker agents (``b<N>``).
+"""Process faults over the Component protocol, for ZooKeeper servers (``zk<N>``) and broker
+agents (``b<N>``).
 
 * ``kill``: SIGKILL (``start``); ``stop`` starts them again.
 * ``pause``: SIGSTOP the process group (``start``); ``stop`` sends SIGCONT.
 * ``shutdown``: SIGTERM with a grace period, a clean stop (``start``); ``stop`` starts them again.
 * ``bounce``: SIGTERM then start at once (instant: ``start`` only).
 * ``fast_bounce``: SIGKILL then start at once (instant).
-* ``wipe``: brokers only: SIGKILL, empty the agent's data dir, start (instant).
+* ``wipe``: SIGKILL, delete the component's data (an agent's replica logs, a server's snapshots
+  and transaction logs), start (instant). A component that keeps no data refuses it.
 
 ``stop`` with no targets undoes the fault everywhere it is active. ``heal()`` sends SIGCONT to every
-process it knows and restarts everything this nemesis took down (and nothing else).
+component and restarts what this nemesis took down — as long as it is still part of the cluster
+(``cluster.components()``): agents the run engine has retired stay stopped.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from nemesis.base import FaultOp
-
-if TYPE_CHECKING:
-    from harness.cluster import AgentProcess, Cluster
-    from harness.zookeeper import ZooKeeperNode
+from harness.components import Component, ProcState
+from nemesis.ops import FaultOp
 
 PROCESS_FAULTS = frozenset({"kill", "pause", "shutdown", "bounce", "fast_bounce", "wipe"})
 INSTANT = frozenset({"bounce", "fast_bounce", "wipe"})
@@ -30,107 +30,79 @@ class ProcessNemesis:
     default_roles = {"wipe": "broker"}
 
     def __init__(self) -> None:
-        self.cluster: Cluster | None = None
+        self.cluster: Any = None
         self.down: set[str] = set()  # killed or shut down by us: heal restarts them
         self.paused: set[str] = set()
 
-    def setup(self, cluster: Cluster) -> None:
+    def setup(self, cluster: Any) -> None:
         self.cluster = cluster
 
-    def _proc(self, name: str) -> AgentProcess | ZooKeeperNode:
-        c = self.cluster
-        assert c is not None
-        if c.ensemble is not None:
-            for node in c.ensemble.nodes:
-                if node.member.name == name:
-                    return node
-        for agent in c.agents.values():
-            if agent.node.name == name:
-                return agent
-        raise ValueError(f"{name}: no ZooKeeper server or started agent by that name")
+    def _components(self) -> dict[str, Component]:
+        return self.cluster.components() if self.cluster is not None else {}
 
-    def _all_names(self) -> list[str]:
-        c = self.cluster
+    def _component(self, name: str) -> Component:
+        c = self._components().get(name)
         if c is None:
-            return []
-        zks = [n.member.name for n in c.ensemble.nodes] if c.ensemble is not None else []
-        return zks + [a.node.name for a in c.agents.values()]
+            raise ValueError(f"{name}: no ZooKeeper server or started agent by that name")
+        return c
 
     def _start(self, name: str) -> str:
-        proc = self._proc(name)
-        if proc.running():
-            self.down.discard(name)
-            return "running"
-        proc.start()
+        c = self._component(name)
         self.down.discard(name)
+        if c.state() is not ProcState.STOPPED:
+            return "running"
+        c.start()
         return "started"
 
     def invoke(self, op: FaultOp) -> dict[str, Any]:
         if not op.targets and op.phase == "start":
             raise ValueError(f"{op.f}: no targets")
-        procs = {t: self._proc(t) for t in op.targets}  # every name checked before anything is done
+        comps = {t: self._component(t) for t in op.targets}  # every name checked before anything is done
         out: dict[str, Any] = {}
-        if op.f == "wipe":
-            not_agents = [t for t, p in procs.items() if not hasattr(p, "wipe_data")]
-            if not_agents:
-                raise ValueError(f"wipe: only broker agents can be wiped, not {not_agents}")
         if op.phase == "stop":
             if op.f in INSTANT:
                 return {"instant": True}
             if op.f == "pause":
-                names = op.targets or sorted(self.paused)
-                for t in names:
-                    out[t] = bool(self._proc(t).resume())
+                for t in op.targets or sorted(self.paused):
+                    out[t] = bool(self._component(t).resume())
                     self.paused.discard(t)
             else:  # kill, shutdown
-                names = op.targets or sorted(self.down)
-                for t in names:
+                for t in op.targets or sorted(self.down):
                     out[t] = self._start(t)
             return {"result": out}
-        for t, p in procs.items():
+        for t, c in comps.items():
             if op.f == "kill":
                 self.down.add(t)
-                out[t] = bool(p.kill())
+                out[t] = bool(c.kill())
             elif op.f == "shutdown":
                 self.down.add(t)
-                out[t] = bool(p.stop())
+                out[t] = bool(c.stop())
             elif op.f == "pause":
                 self.paused.add(t)
-                out[t] = bool(p.pause())
-            elif op.f in ("bounce", "fast_bounce"):
+                out[t] = bool(c.pause())
+            else:  # bounce, fast_bounce, wipe: down and up again
                 self.down.add(t)
-                p.resume()
-                p.kill() if op.f == "fast_bounce" else p.stop()
-                p.start()
+                c.kill() if op.f in ("fast_bounce", "wipe") else c.stop()
+                if op.f == "wipe":
+                    c.wipe()  # Unsupported leaves it down: heal restarts it
+                c.start()
                 self.down.discard(t)
-                out[t] = "restarted"
-            elif op.f == "wipe":
-                self.down.add(t)
-                p.resume()
-                p.kill()
-                p.wipe_data()  # type: ignore[union-attr]
-                p.start()
-                self.down.discard(t)
-                out[t] = "wiped"
+                out[t] = "wiped" if op.f == "wipe" else "restarted"
         return {"result": out, **({"instant": True} if op.f in INSTANT else {})}
 
     def heal(self) -> dict[str, Any]:
-        if self.cluster is None:
-            return {}
-        resumed = []
-        for name in self._all_names():
-            try:
-                if self._proc(name).resume():
-                    resumed.append(name)
-            except Exception:  # noqa: BLE001, S110 - keep healing the others
-                pass
+        comps = self._components()
+        resumed = [name for name, c in comps.items() if _quietly(c.resume)]
         self.paused.clear()
         restarted, errors = [], {}
         for name in sorted(self.down):
+            if name not in comps:  # retired from the cluster (the run's agents after it ended)
+                self.down.discard(name)
+                continue
             try:
                 if self._start(name) == "started":
                     restarted.append(name)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - keep healing the others
                 errors[name] = repr(e)
         out: dict[str, Any] = {"sigcont": resumed, "restarted": restarted}
         if errors:
@@ -139,3 +111,10 @@ class ProcessNemesis:
 
     def teardown(self) -> None:
         pass
+
+
+def _quietly(fn: Any) -> bool:
+    try:
+        return bool(fn())
+    except Exception:  # noqa: BLE001 - a component that cannot be reached is healed by its restart
+        return False

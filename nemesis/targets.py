@@ -24,12 +24,9 @@ import random
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from nemesis.base import FaultOp, TargetError
-
-if TYPE_CHECKING:
-    from harness.cluster import Cluster
+from nemesis.ops import FaultOp, TargetError
 
 Spec = str | list[str]
 
@@ -158,7 +155,7 @@ def resolve_op(op: FaultOp, pools: Pools, default_roles: dict[str, str] | None =
     return FaultOp(op.f, op.phase, targets, params)
 
 
-def cluster_pools(cluster: Cluster, zk_timeout: float = 5.0) -> Pools:
+def cluster_pools(cluster: Any, zk_timeout: float = 5.0) -> Pools:
     """Pools over a live cluster: leader from ``srvr``, controller from ``/controller`` read with
     the harness's own (never faulted) ZooKeeper client."""
     inv = cluster.inv

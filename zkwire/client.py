@@ -1,11 +1,14 @@
 """Raw-socket ZooKeeper clients built on the codec: the KAFKA-14845 pipelining registration.
 
 ``pipelined_register`` does what the Java Netty client does when Kafka queues its broker
-registration while the handle is still connecting (zk-wire.md sections 1 and 6): it writes the
-ConnectRequest *and* the registration multi ``[create(path, EPHEMERAL), setData(path, data, 0)]``
-in one ``send`` without waiting for the ConnectResponse. The server pauses reading until the
-session is committed, so the multi runs under the new session even if the client never learns
-its id. The broker agent's pipelining mode and the proxy's integration tests both use it.
+registration while the handle is still connecting: ``ClientCnxnSocketNetty`` flushes every queued
+packet right behind the ConnectRequest, so the ConnectRequest *and* the registration multi
+``[create(path, EPHEMERAL), setData(path, data, 0)]`` leave in one ``send`` without waiting for the
+ConnectResponse. The server stops reading a connection until its session is committed
+(``ZooKeeperServer.processConnectRequest`` calls ``cnxn.disableRecv()``; ``finishSessionInit``
+enables it again, in apache/zookeeper), so the multi runs under
+the new session even if the client never learns its id (KAFKA-14845). The broker agent's
+pipelining mode and the proxy's integration tests both use it.
 """
 
 from __future__ import annotations
@@ -14,26 +17,13 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from zkwire.codec import (
-    ACL,
-    OPEN_ACL_UNSAFE,
-    ConnectRequest,
-    ConnectResponse,
-    CreateFlags,
-    CreateRequest,
-    Err,
-    FrameDecoder,
-    MultiRequest,
-    MultiResponse,
-    OpCode,
-    ParsedReply,
-    Record,
-    ReplyHeader,
-    SetDataRequest,
-    encode_connect_request,
-    encode_request,
-    parse_reply,
-)
+from zkwire.constants import CreateFlags, Err, OpCode
+from zkwire.framing import FrameDecoder, recv_frame
+from zkwire.jute import Record
+from zkwire.messages import ParsedReply, encode_connect_request, encode_request, parse_reply
+from zkwire.records import ACL, OPEN_ACL_UNSAFE, ConnectRequest, ConnectResponse, ReplyHeader
+from zkwire.reply_bodies import MultiResponse
+from zkwire.request_bodies import CreateRequest, MultiRequest, SetDataRequest
 
 Addr = tuple[str, int]
 
@@ -193,8 +183,6 @@ class RawSession:
     def __init__(self, addr: str | Addr, *, session_timeout_ms: int = 6000, timeout_s: float = 5.0) -> None:
         self.sock = socket.create_connection(parse_addr(addr), timeout=timeout_s)
         self.timeout_s = timeout_s
-        self._dec = FrameDecoder()
-        self._frames: list[bytes] = []
         self._xid = 0
         self.notifications: list[ParsedReply] = []
         self.sock.sendall(encode_connect_request(ConnectRequest(timeout=session_timeout_ms)))
@@ -205,12 +193,10 @@ class RawSession:
         return self.connect_response.session_id
 
     def _recv_frame(self) -> bytes:
-        while not self._frames:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("server closed the connection")
-            self._frames.extend(self._dec.feed(chunk))
-        return self._frames.pop(0)
+        body = recv_frame(self.sock)
+        if body is None:
+            raise ConnectionError("server closed the connection")
+        return body
 
     def request(self, op: int, body: Record | None = None) -> ParsedReply:
         if op == OpCode.PING:

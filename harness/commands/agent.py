@@ -1,34 +1,23 @@
-"""`harness agent`: run one broker agent (what the harness starts over SSH), with toggle overrides.
+"""`harness agent`: run one broker agent here, exactly as the harness starts it over SSH.
 
     harness agent --config FILE [--toggle NAME=VALUE ...]
 
-`harness agent --help` lists every bug toggle, one line each, with its values and the JIRA it
-brings back (``agent.config.TOGGLE_HELP``).
+The agent owns this command line (``agent.config.add_arguments``), so `harness agent --help` lists
+every bug toggle, one line each, with its values, its default and the JIRA it brings back. The
+config is checked here (bad input is exit 254 with one line); then this process becomes
+``python -m agent`` with the same arguments. The control node reaches the agent only through its
+config file, its command line and its wire protocol, never by importing its internals.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import Any
 
-from agent.config import (
-    TOGGLE_CHOICES,
-    TOGGLE_HELP,
-    AgentConfig,
-    ConfigError,
-    Toggles,
-    parse_toggle_args,
-)
+from agent.config import ConfigError, add_arguments, load_config
 from harness.errors import UsageError
-
-
-def toggle_epilog() -> str:
-    defaults = Toggles().to_dict()
-    lines = ["toggles (--toggle NAME=VALUE; defaults = Kafka 3.7 ZK mode):"]
-    for name, help_text in TOGGLE_HELP.items():
-        values = "|".join(str(v).lower() for v in TOGGLE_CHOICES[name])
-        lines.append(f"  {name}={values} (default {str(defaults[name]).lower()}): {help_text}")
-    return "\n".join(lines)
 
 
 def register(subparsers: Any) -> None:
@@ -36,29 +25,26 @@ def register(subparsers: Any) -> None:
         "agent",
         help="run one broker agent (ZK-mode Kafka semantics, bug toggles)",
         description=__doc__.splitlines()[0],
-        epilog=toggle_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--config", required=True, metavar="FILE", help="agent config JSON (written by the harness)")
-    p.add_argument("--toggle", action="append", default=[], metavar="NAME=VALUE",
-                   help="override one toggle of the config file (repeatable)")
+    add_arguments(p)
     p.set_defaults(func=run)
 
 
-def load_config(path: str, toggles: list[str]) -> AgentConfig:
-    try:
-        cfg = AgentConfig.load(path)
-        if toggles:
-            cfg.toggles = Toggles.from_dict({**cfg.toggles.to_dict(), **parse_toggle_args(toggles)})
-    except ConfigError as e:
-        raise UsageError(str(e)) from e
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror or e}") from e
-    return cfg
+def agent_argv(args: argparse.Namespace) -> list[str]:
+    """The agent's own command line for these arguments."""
+    argv = [sys.executable, "-m", "agent", "--config", args.config]
+    for toggle in args.toggle:
+        argv += ["--toggle", toggle]
+    return argv
 
 
 def run(args: argparse.Namespace) -> int:
-    cfg = load_config(args.config, args.toggle)
-    from agent.main import run_agent
-
-    return run_agent(cfg)
+    try:
+        load_config(args.config, args.toggle)
+    except ConfigError as e:
+        raise UsageError(str(e)) from e
+    argv = agent_argv(args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(argv[0], argv)  # same pid: signals from whoever started us reach the agent itself
+    return 0  # not reached

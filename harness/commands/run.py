@@ -1,31 +1,36 @@
-"""`harness run`: one test run on the inventory's cluster, ending with a Spark-checked verdict."""
+"""`harness run`: one test on the inventory's cluster, ending with a checked verdict.
+
+The flags become a ``TestSpec`` (``spec_from_args``): the agents' toggles, a workload, and a
+nemesis schedule — a scripted file (``--schedule``), a seeded random package (``--faults``) or by
+default the walking skeleton's isolation of one broker for 2×T + 1 s. ``harness hunt`` builds its
+tests with the same function.
+"""
 
 from __future__ import annotations
 
 import argparse
+import random
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from agent.config import ConfigError, parse_toggle_args
-from harness.errors import UsageError
-from harness.run import RunOptions, execute
+from harness.errors import EXIT_CRASH, UsageError
+from harness.inventory import Inventory, load_inventory
+from harness.spec import TestSpec
+from nemesis.schedule import Schedule, isolate_schedule
+from workloads import WORKLOADS
+
+DEFAULT_TEST = "isolate-broker"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="bring up the cluster, inject faults, check the history on Spark",
-                       description=__doc__)
-    p.add_argument("--inventory", metavar="FILE", help="inventory TOML (default: inventory/local.toml)")
-    p.add_argument("--time-limit", type=float, default=20.0, metavar="S",
-                   help="seconds of fault schedule (default 20); setup and recovery come on top")
-    p.add_argument("--store", metavar="DIR", default=None, help="store directory (default: ./store)")
-    p.add_argument("--spark-master", metavar="URL", help="Spark master (default local[*], env HARNESS_SPARK_MASTER)")
-    p.add_argument("--toggle", action="append", default=[], metavar="NAME=VALUE",
-                   help="agent bug toggle, repeatable (see `harness agent --help`)")
+                       description=__doc__.splitlines()[0])
+    add_common_args(p)
     p.add_argument("--target", type=int, metavar="BROKER_ID", help="broker to isolate (default: seeded random)")
     p.add_argument("--seed", type=int, help="random seed (recorded in run.json)")
-    p.add_argument("--margin-ms", type=int, default=3000,
-                   help="liveness margin on top of the session timeout (default 3000)")
     p.add_argument("--schedule", metavar="FILE", help="scripted fault schedule (TOML) to replay instead of the default")
     p.add_argument("--faults", metavar="F1,F2",
                    help="random package of these faults instead of the default isolate (e.g. partition,kill,pause); "
@@ -34,36 +39,102 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="mean seconds between a packaged fault's start and stop (default 5)")
     p.add_argument("--zkproxy", action="store_true",
                    help="route agent→ZooKeeper traffic through the ZooKeeper wire proxy (enables fault zk_rules)")
+    p.add_argument("--workload", default="none", metavar="NAME",
+                   help=f"client workload ({', '.join(WORKLOADS)}; default none)")
     p.add_argument("--test", default=None, help="test name used in the store path")
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    console = Console()
+def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> None:
+    """Flags every command that runs tests shares (`run`, `hunt`)."""
+    p.add_argument("--inventory", metavar="FILE", help="inventory TOML (default: inventory/local.toml)")
+    p.add_argument("--time-limit", type=float, default=time_limit, metavar="S",
+                   help=f"seconds of fault schedule (default {time_limit:g}); setup and recovery come on top")
+    p.add_argument("--store", metavar="DIR", default=None, help="store directory (default: ./store)")
+    p.add_argument("--spark-master", metavar="URL", help="Spark master (default local[*], env HARNESS_SPARK_MASTER)")
+    p.add_argument("--toggle", action="append", default=[], metavar="NAME=VALUE",
+                   help="agent bug toggle, repeatable (see `harness agent --help`)")
+    p.add_argument("--margin-ms", type=int, default=3000,
+                   help="liveness margin on top of the session timeout (default 3000)")
+
+
+def toggles_from_args(args: argparse.Namespace) -> dict[str, Any]:
     try:
-        toggles = parse_toggle_args(args.toggle)
+        return parse_toggle_args(args.toggle)
     except ConfigError as e:
         raise UsageError(str(e)) from e
-    schedule = None
+
+
+def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule | None = None) -> TestSpec:
+    """The test a `run`-style command line describes; ``schedule`` overrides the flags' one."""
+    if args.time_limit <= 0:
+        raise UsageError(f"--time-limit: must be > 0 seconds, got {args.time_limit}")
+    if args.margin_ms < 0:
+        raise UsageError(f"--margin-ms: must be >= 0, got {args.margin_ms}")
+    workload = WORKLOADS.get(getattr(args, "workload", "none"))
+    if workload is None:
+        raise UsageError(f"--workload: no workload {args.workload!r} (known: {', '.join(WORKLOADS)})")
+    toggles = toggles_from_args(args)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    name = getattr(args, "test", None) or DEFAULT_TEST
+    if schedule is None:
+        schedule, name = _schedule_from_args(args, inv, seed, name)
+    return TestSpec(name=name, toggles=toggles, zkproxy="all" if getattr(args, "zkproxy", False) else "off",
+                    workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
+                    seed=seed)
+
+
+def _schedule_from_args(args: argparse.Namespace, inv: Inventory, seed: int, name: str) -> tuple[Schedule, str]:
+    faults = [f.strip() for f in args.faults.split(",") if f.strip()] if getattr(args, "faults", None) else []
+    if faults and args.schedule:
+        raise UsageError("--faults and --schedule: choose one")
     if args.schedule:
         from nemesis.scripted import load_schedule
 
-        schedule = load_schedule(args.schedule)
-    opts = RunOptions(inventory=args.inventory, time_limit=args.time_limit, spark_master=args.spark_master,
-                      toggles=toggles, target=args.target, seed=args.seed, margin_ms=args.margin_ms,
-                      schedule=schedule, zkproxy=args.zkproxy,
-                      package_faults=[f.strip() for f in args.faults.split(",") if f.strip()] if args.faults else [],
-                      package_interval=args.interval)
-    if args.faults and schedule is not None:
-        raise UsageError("--faults and --schedule: choose one")
-    if args.store:
-        opts.store = args.store
-    if args.test:
-        opts.test = args.test
-    elif schedule is not None:
-        opts.test = Path(args.schedule).stem
-    outcome = execute(opts, console)
+        return load_schedule(args.schedule), args.test or Path(args.schedule).stem
+    if faults:
+        from nemesis.packages import DEFAULT_TARGETS, package_schedule
+
+        unknown = [f for f in faults if f not in DEFAULT_TARGETS]
+        if unknown:
+            raise UsageError(f"--faults: {', '.join(unknown)} cannot be packaged (choose from "
+                             f"{', '.join(DEFAULT_TARGETS)})")
+        if args.interval <= 0:
+            raise UsageError(f"--interval: must be > 0 seconds, got {args.interval}")
+        return package_schedule(faults, args.interval, args.time_limit, seed), name
+    return _isolate_one(args, inv, random.Random(seed)), name
+
+
+def _isolate_one(args: argparse.Namespace, inv: Inventory, rng: random.Random) -> Schedule:
+    """Cut one broker from every ZooKeeper server for 2×T + 1 s, so its session expires."""
+    if args.target is not None:
+        try:
+            node = inv.broker(args.target)
+        except KeyError:
+            raise UsageError(f"--target: no broker {args.target} in {inv.path}") from None
+    else:
+        node = rng.choice(inv.brokers)
+    warmup = min(2.0, args.time_limit / 4)
+    duration = 2 * inv.agents.session_timeout_ms / 1000.0 + 1.0
+    if warmup + duration > args.time_limit:
+        raise UsageError(f"--time-limit: {args.time_limit}s is too short to isolate a broker for "
+                         f"{duration:.1f}s (2×T+1s) after a {warmup:.1f}s warm-up")
+    return isolate_schedule(node.name, warmup, duration)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.engine import Engine
+
+    console = Console()
+    inv = load_inventory(args.inventory)
+    spec = spec_from_args(args, inv)
+    console.print(f"[bold]test[/] {spec.name}  seed={spec.seed}  inventory={inv.path}")
+    with Engine(inv, args.store, console, args.spark_master) as engine:
+        outcome = engine.run(spec)
     print_verdict(console, outcome.results, outcome.run_dir)
+    if outcome.error is not None:
+        console.print(f"[bold red]the run did not complete:[/] {outcome.error}")
+        return EXIT_CRASH
     return outcome.exit_code
 
 
@@ -72,7 +143,11 @@ def print_verdict(console: Console, results: dict, run_dir: Path) -> None:
     colour = {True: "green", False: "red"}.get(valid, "yellow")
     word = {True: "valid", False: "invalid"}.get(valid, "unknown")
     for name, sub in results.get("checkers", {}).items():
-        console.print(f"  {name}: {sub['valid']}  {sub.get('stats', {})}")
+        console.print(f"  {name}: {sub['valid']}  {sub.get('stats', {})}", highlight=False)
+    ops = results.get("stats", {}).get("client_ops")
+    if ops:
+        console.print(f"  client operations: {sum(ops.values())} ({ops})", highlight=False)
     for a in results.get("anomalies", [])[:20]:
-        console.print(f"  [red]anomaly[/] {a['checker']}: {a['message']}  events {', '.join(a['event_ids'])}")
+        console.print(f"  [red]anomaly[/] {a['checker']}: {a['message']}  events {', '.join(a['event_ids'])}",
+                      highlight=False)
     console.print(f"[bold {colour}]{word}[/]  results: {run_dir / 'results.json'}")

@@ -1,7 +1,11 @@
-"""ZooKeeper wire fault-injection proxy (zk-wire.md section 8; docs/zkproxy.md).
+"""ZooKeeper wire fault-injection proxy (docs/zkproxy.md): a nemesis on the control node.
 
-``ZkProxy`` (asyncio, in-process), ``python -m nemesis.zkproxy`` (process + HTTP control API),
-``ZkProxyClient``/``ProxyProcess`` (harness side), rules in ``nemesis.zkproxy.rules``.
+Role in the data path: it sits on the agent -> ZooKeeper links and injects faults no TCP proxy can,
+at ZooKeeper frame granularity (drop a ConnectResponse, hold a registration multi), writing one
+``frame`` event per frame into the history. ``ZkProxy`` (asyncio, in-process; ``proxy``), per-
+connection state (``conn``), what a frame's copy says (``inspector``), rules (``rules``), the HTTP
+control API (``control``), ``python -m nemesis.zkproxy`` (``__main__``) and the harness side
+``ZkProxyClient``/``ProxyProcess`` (``client``). It parses frames with ``zkwire``.
 """
 
 from nemesis.zkproxy.client import ProxyProcess, ZkProxyClient, ZkProxyError

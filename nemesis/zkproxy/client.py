@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from harness.components.process import LocalProcess
+from harness.wait import wait_until
 
 
 class ZkProxyError(RuntimeError):
@@ -85,9 +86,9 @@ class ZkProxyClient:
 
 
 def read_ready_file(path: str | Path, timeout: float = 15.0, proc: subprocess.Popen[Any] | None = None) -> dict:
-    deadline = time.monotonic() + timeout
     p = Path(path)
-    while time.monotonic() < deadline:
+
+    def ready() -> dict | None:
         if p.exists():
             try:
                 return json.loads(p.read_text())
@@ -95,15 +96,21 @@ def read_ready_file(path: str | Path, timeout: float = 15.0, proc: subprocess.Po
                 pass  # being written (the proxy renames into place, so this is rare)
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"zkproxy exited with {proc.returncode} before becoming ready")
-        time.sleep(0.02)
-    raise TimeoutError(f"zkproxy ready file {p} did not appear within {timeout}s")
+        return None
+
+    found = wait_until(ready, timeout, poll=0.02)
+    if found is None:
+        raise TimeoutError(f"zkproxy ready file {p} did not appear within {timeout}s")
+    return found
 
 
-class ProxyProcess:
-    """``python -m nemesis.zkproxy`` as a child process; ``ports[i]`` is listener i's bound port.
-
-    Use as a context manager; ``stop()`` sends SIGTERM (the proxy closes sockets, flushes events).
+class ProxyProcess(LocalProcess):
+    """``python -m nemesis.zkproxy`` as a child process (a Component); ``ports[i]`` is listener i's
+    bound port. Use as a context manager; ``stop()`` sends SIGTERM (the proxy closes sockets,
+    flushes events).
     """
+
+    role = "zkproxy"
 
     def __init__(
         self,
@@ -118,12 +125,12 @@ class ProxyProcess:
         extra_args: list[str] | None = None,
         python: str = sys.executable,
     ) -> None:
+        super().__init__("zkproxy", Path(workdir) / "zkproxy.log")
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.ready_file = self.workdir / f"zkproxy-ready-{os.getpid()}-{id(self)}.json"
         self.ready_file.unlink(missing_ok=True)
         self.events = Path(events)
-        self.log = self.workdir / "zkproxy.log"
         args = [python, "-m", "nemesis.zkproxy"]
         for up in upstreams:
             args += ["--listen", f"{listen_host}:0={up}"]
@@ -135,17 +142,16 @@ class ProxyProcess:
             args += ["--run", run]
         args += extra_args or []
         self.args = args
-        self.proc: subprocess.Popen[bytes] | None = None
         self.ready: dict[str, Any] = {}
 
     def start(self, timeout: float = 15.0) -> ProxyProcess:
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        with open(self.log, "ab") as logf:
-            self.proc = subprocess.Popen(self.args, stdout=logf, stderr=subprocess.STDOUT, env=env)
+        with open(self.logfile, "ab") as logf:
+            self.process = subprocess.Popen(self.args, stdout=logf, stderr=subprocess.STDOUT, env=env)
         try:
-            self.ready = read_ready_file(self.ready_file, timeout, self.proc)
+            self.ready = read_ready_file(self.ready_file, timeout, self.process)
         except BaseException:
             self.stop()
             raise
@@ -168,20 +174,11 @@ class ProxyProcess:
         ctl = self.ready["control"]
         return ZkProxyClient(ctl["host"], ctl["port"])
 
-    def stop(self, timeout: float = 10.0) -> int | None:
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        return self.proc.returncode
+    def stop(self, grace: float = 10.0) -> bool:
+        return super().stop(grace)
 
     def __enter__(self) -> ProxyProcess:
-        return self.start() if self.proc is None else self
+        return self.start() if self.process is None else self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

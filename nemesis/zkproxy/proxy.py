@@ -1,58 +1,32 @@
-"""The asyncio ZooKeeper wire proxy (zk-wire.md section 8).
+"""The asyncio ZooKeeper wire proxy: listeners, per-connection tasks, rule decisions and delivery.
 
 One listener per upstream server. Per connection: a reader and a writer task per direction. The
-reader parses a *copy* of each frame, asks the rules, logs one event, and queues the original
-bytes with ``release_at = max(now + delay, previous release_at)``; the writer drains the queue in
-order, so a delayed frame holds back everything behind it and nothing overtakes.
+reader splits frames (``zkwire.framing``), has ``FrameInspector`` parse a *copy* of each one, asks
+the rules (``nemesis.zkproxy.rules``), logs one event, and queues the original bytes with
+``release_at = max(now + delay, previous release_at)``; the writer drains the queue in order, so a
+delayed frame holds back everything behind it and nothing overtakes.
 
-Connection states: NEW -> RAW (four-letter word) or HANDSHAKE -> AWAIT_CONNECT_RESPONSE ->
-ESTABLISHED, then CLOSING -> CLOSED (``closed_first`` = client | server | proxy). Black-hole
-overlays per direction: frames read after a ``drop_then_blackhole`` are discarded (and logged),
-and a close from the far side is not passed through a black-holed direction (a partition hides
-FINs too); the other side learns only by timing out.
+Connection states are in ``nemesis.zkproxy.conn``. Black-hole overlays per direction: frames read
+after a ``drop_then_blackhole`` are discarded (and logged), and a close from the far side is not
+passed through a black-holed direction (a partition hides FINs too); the other side learns only by
+timing out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-import struct
 import time
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from history import EventWriter
+from nemesis.zkproxy.conn import CLOSED, CLOSING, HANDSHAKE, NEW, RAW, Conn, Item, set_rst
+from nemesis.zkproxy.inspector import FrameInspector
 from nemesis.zkproxy.rules import Decision, FrameInfo, Rule, RuleSet
-from zkwire import (
-    JUTE_MAXBUFFER,
-    XID_AUTH,
-    XID_NOTIFICATION,
-    XID_PING,
-    XID_SET_WATCHES,
-    ConnectRequest,
-    ConnectResponse,
-    Create2Response,
-    FrameError,
-    JuteError,
-    MultiResponse,
-    OpCode,
-    PathResponse,
-    WatcherEvent,
-    frame_length,
-    is_four_letter_word,
-    op_name,
-    parse_reply,
-    parse_request,
-    reply_kind,
-    request_kind,
-)
+from zkwire.constants import JUTE_MAXBUFFER, is_four_letter_word
+from zkwire.framing import FrameError, read_frame
 
-NEW, RAW, HANDSHAKE, AWAIT_CONNECT_RESPONSE, ESTABLISHED, CLOSING, CLOSED = (
-    "NEW", "RAW", "HANDSHAKE", "AWAIT_CONNECT_RESPONSE", "ESTABLISHED", "CLOSING", "CLOSED",
-)
 HELD_ON_CLOSE = ("deliver", "discard")
 
 
@@ -77,80 +51,6 @@ class ListenerSpec:
             return cls(lh.strip("[]"), int(lp), uh.strip("[]"), int(up))
         except ValueError:
             raise ValueError(f"--listen {s!r}: expected LISTEN_HOST:PORT=UPSTREAM_HOST:PORT") from None
-
-
-@dataclass(slots=True)
-class Pending:
-    xid: int
-    op: int
-    paths: list[str]
-    ephemeral: bool
-    req_seq: int
-    t_sent: float
-
-
-@dataclass(slots=True)
-class Item:
-    release_at: float
-    data: bytes = b""
-    kind: str = "data"  # data | eof | close
-    seq: int | None = None
-    delayed: bool = False
-    before_write: Callable[[], None] | None = None
-    rst: bool = False
-
-
-@dataclass
-class Conn:
-    ordinal: int
-    listener: int
-    upstream: str
-    client_addr: str
-    opened_wall: float
-    state: str = NEW
-    client_r: asyncio.StreamReader | None = None
-    client_w: asyncio.StreamWriter | None = None
-    up_r: asyncio.StreamReader | None = None
-    up_w: asyncio.StreamWriter | None = None
-    blackhole: dict[str, bool] = field(default_factory=lambda: {"c2s": False, "s2c": False})
-    blackhole_rule: dict[str, str | None] = field(default_factory=lambda: {"c2s": None, "s2c": None})
-    discard_held: dict[str, bool] = field(default_factory=lambda: {"c2s": False, "s2c": False})
-    dead: dict[str, bool] = field(default_factory=lambda: {"c2s": False, "s2c": False})
-    queues: dict[str, asyncio.Queue[Item]] = field(
-        default_factory=lambda: {"c2s": asyncio.Queue(), "s2c": asyncio.Queue()}
-    )
-    last_release: dict[str, float] = field(default_factory=lambda: {"c2s": 0.0, "s2c": 0.0})
-    frames: dict[str, int] = field(default_factory=lambda: {"c2s": 0, "s2c": 0})
-    nbytes: dict[str, int] = field(default_factory=lambda: {"c2s": 0, "s2c": 0})
-    pending: deque[Pending] = field(default_factory=deque)
-    requested_session_id: int | None = None
-    session_id: int | None = None
-    negotiated_timeout_ms: int | None = None
-    closed_first: str | None = None
-    close_reason: str | None = None
-    mode_decided: asyncio.Event = field(default_factory=asyncio.Event)
-    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
-    close_handle: asyncio.TimerHandle | None = None
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "conn": self.ordinal, "listener": self.listener, "upstream": self.upstream,
-            "client": self.client_addr, "state": self.state, "session_id": self.session_id,
-            "requested_session_id": self.requested_session_id,
-            "negotiated_timeout_ms": self.negotiated_timeout_ms,
-            "blackhole": [d for d in ("c2s", "s2c") if self.blackhole[d]],
-            "frames": dict(self.frames), "bytes": dict(self.nbytes), "pending": len(self.pending),
-            "closed_first": self.closed_first, "opened_wall": self.opened_wall,
-        }
-
-
-def _set_rst(w: asyncio.StreamWriter | None) -> None:
-    if w is None:
-        return
-    sock = w.get_extra_info("socket")
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 class ZkProxy:
@@ -184,6 +84,7 @@ class ZkProxy:
         self._next_conn = 0
         self._handlers: set[asyncio.Task[Any]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.inspector = FrameInspector(self.emit, self.sessions)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -332,7 +233,7 @@ class ZkProxy:
             if w is None:
                 continue
             if rst:
-                _set_rst(w)
+                set_rst(w)
                 w.transport.abort()
             else:
                 w.close()
@@ -359,14 +260,12 @@ class ZkProxy:
             return
         c.state = HANDSHAKE
         c.mode_decided.set()
-        prefix = first4
+        peeked: bytes | None = first4
         first = True
         try:
             while True:
-                if not first:
-                    prefix = await c.client_r.readexactly(4)
-                n = frame_length(prefix, self.max_frame)
-                body = await c.client_r.readexactly(n) if n else b""
+                prefix, body = await read_frame(c.client_r, self.max_frame, prefix=peeked)
+                peeked = None
                 self._on_frame(c, "c2s", prefix + body, body, first)
                 first = False
         except FrameError as e:
@@ -389,8 +288,7 @@ class ZkProxy:
                     if c.state == RAW:
                         await self._raw_pipe(c, "s2c", prefix)
                         return
-                n = frame_length(prefix, self.max_frame)
-                body = await c.up_r.readexactly(n) if n else b""
+                _, body = await read_frame(c.up_r, self.max_frame, prefix=prefix)
                 self._on_frame(c, "s2c", prefix + body, body, first)
                 first = False
         except FrameError as e:
@@ -431,23 +329,7 @@ class ZkProxy:
         info = FrameInfo(conn=c.ordinal, upstream=c.listener, upstream_addr=c.upstream, dir=d, kind="request",
                          session_id=c.session_id if c.session_id is not None else c.requested_session_id)
         ev: dict[str, Any] = {"conn": c.ordinal, "upstream": c.upstream, "dir": d, "bytes": len(raw)}
-        before_write: Callable[[], None] | None = None
-        after_emit: Callable[[int, bool], None] | None = None  # (frame seq, forwarded)
-        pend: Pending | None = None
-        try:
-            if d == "c2s" and first:
-                before_write, after_emit = self._parse_connect_req(c, body, info, ev)
-            elif d == "s2c" and first:
-                after_emit = self._parse_connect_resp(c, body, info, ev)
-            elif d == "c2s":
-                pend = self._parse_request(c, body, info, ev)
-                if pend is not None:
-                    before_write = self._pusher(c, pend)
-                    after_emit = self._req_seq_setter(pend)
-            else:
-                self._parse_reply(c, body, info, ev)
-        except JuteError as e:
-            ev["parse_error"] = str(e)
+        before_write, after_emit = self.inspector.inspect(c, d, body, first, info, ev)
         ev["kind"] = info.kind
         ev.setdefault("session_id", info.session_id)
         now = time.monotonic()
@@ -498,21 +380,6 @@ class ZkProxy:
         if after_emit:
             after_emit(seq, False)
 
-    @staticmethod
-    def _pusher(c: Conn, pend: Pending) -> Callable[[], None]:
-        def push() -> None:  # just before the request reaches the server: its reply can only follow
-            pend.t_sent = time.monotonic()
-            c.pending.append(pend)
-
-        return push
-
-    @staticmethod
-    def _req_seq_setter(pend: Pending) -> Callable[[int, bool], None]:
-        def set_seq(seq: int, forwarded: bool) -> None:
-            pend.req_seq = seq
-
-        return set_seq
-
     def _blackhole(self, c: Conn, dirs: tuple[str, ...], rule_id: str | None, cause_seq: int) -> None:
         for d in dirs:
             c.blackhole[d] = True
@@ -526,127 +393,6 @@ class ZkProxy:
         self.emit("proxy_close", conn=c.ordinal, upstream=c.upstream, rule_id=rule_id, rst=rst,
                   cause_seq=cause_seq, session_id=c.session_id)
         self._abort(c, "proxy", f"rule:{rule_id}" if rule_id else "control", rst=rst)
-
-    # --- parsing a copy -------------------------------------------------------------------------
-
-    def _parse_connect_req(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]):
-        info.kind = "connect_req"
-        req = ConnectRequest.decode(body)
-        c.requested_session_id = req.session_id
-        info.session_id = req.session_id
-        ev.update(session_id=req.session_id, timeout_ms=req.timeout, last_zxid_seen=req.last_zxid_seen,
-                  read_only=req.read_only, protocol_version=req.protocol_version)
-
-        def before() -> None:
-            if c.state == HANDSHAKE:
-                c.state = AWAIT_CONNECT_RESPONSE
-
-        return before, None
-
-    def _parse_connect_resp(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]):
-        info.kind = "connect_resp"
-        resp = ConnectResponse.decode(body)
-        info.session_id = resp.session_id
-        ev.update(session_id=resp.session_id, timeout_ms=resp.timeout, expired=resp.expired,
-                  read_only=resp.read_only)
-        if resp.expired:
-            c.state = CLOSING
-        else:
-            c.session_id = resp.session_id
-            c.negotiated_timeout_ms = resp.timeout
-            c.state = ESTABLISHED
-
-        def after(seq: int, forwarded: bool) -> None:
-            if resp.expired:
-                self.emit("session_rejected", conn=c.ordinal, upstream=c.upstream,
-                          requested_session_id=c.requested_session_id, frame_seq=seq,
-                          forwarded_to_client=forwarded)
-                return
-            s = self.sessions.setdefault(resp.session_id, {
-                "session_id": resp.session_id, "first_conn": c.ordinal, "conns": [],
-                "negotiated_timeout_ms": resp.timeout, "first_seen_wall": time.time(),
-            })
-            s["conns"].append(c.ordinal)
-            s["last_conn"] = c.ordinal
-            s["negotiated_timeout_ms"] = resp.timeout
-            self.emit("session_established", conn=c.ordinal, upstream=c.upstream, session_id=resp.session_id,
-                      negotiated_timeout_ms=resp.timeout, requested_session_id=c.requested_session_id,
-                      new=c.requested_session_id in (0, None), frame_seq=seq,
-                      forwarded_to_client=forwarded)
-            s["forwarded_to_client"] = forwarded
-
-        return after
-
-    def _parse_request(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]) -> Pending | None:
-        p = parse_request(body)
-        info.kind = request_kind(p.op)
-        info.xid, info.op = p.xid, p.op
-        info.paths = p.paths
-        info.ephemeral = p.ephemeral
-        ev.update(xid=p.xid, op=p.op, op_name=op_name(p.op))
-        subs = p.sub_ops
-        if subs is not None:
-            ev["sub_ops"] = [s.as_dict() for s in subs]
-        elif info.paths:
-            ev["path"] = info.paths[0] if len(info.paths) == 1 else info.paths
-        if p.ephemeral:
-            ev["ephemeral"] = True
-        flags = getattr(p.body, "flags", None)
-        if subs is None and flags is not None:
-            ev["flags"] = flags
-        if p.error:
-            ev["parse_error"] = p.error
-        if p.xid >= 0 or p.xid == XID_SET_WATCHES:  # these get replies in request order
-            return Pending(p.xid, p.op, info.paths, p.ephemeral, 0, 0.0)
-        return None
-
-    def _parse_reply(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]) -> None:
-        # header first: the xid decides the parse
-        xid = int.from_bytes(body[:4], "big", signed=True) if len(body) >= 4 else None
-        op: int | None = None
-        pend: Pending | None = None
-        if xid == XID_PING:
-            op = OpCode.PING
-        elif xid == XID_AUTH:
-            op = OpCode.AUTH
-        elif xid is not None and xid != XID_NOTIFICATION:
-            if c.pending:
-                pend = c.pending.popleft()
-                op = pend.op
-                if pend.xid != xid:
-                    self.emit("xid_mismatch", conn=c.ordinal, upstream=c.upstream, expected=pend.xid, got=xid,
-                              req_seq=pend.req_seq)
-            else:
-                self.emit("unmatched_reply", conn=c.ordinal, upstream=c.upstream, xid=xid)
-        rep = parse_reply(body, op)
-        info.xid = rep.xid
-        info.kind = reply_kind(rep.xid, op)
-        ev.update(xid=rep.xid, zxid=rep.header.zxid, err=rep.err)
-        if rep.xid == XID_NOTIFICATION:
-            info.op = OpCode.NOTIFICATION
-            ev.update(op=0, op_name="notification")
-            if isinstance(rep.body, WatcherEvent):
-                info.paths = [rep.body.path] if rep.body.path else []
-                ev.update(path=rep.body.path, event_type=rep.body.type, event_name=rep.body.type_name,
-                          state=rep.body.state)
-            return
-        info.op = op
-        ev.update(op=op, op_name=op_name(op))
-        if pend is not None:
-            info.paths = pend.paths
-            info.ephemeral = pend.ephemeral
-            ev["req_seq"] = pend.req_seq
-            ev["latency_ms"] = round((time.monotonic() - pend.t_sent) * 1000.0, 3)
-            if pend.paths:
-                ev["path"] = pend.paths[0] if len(pend.paths) == 1 else pend.paths
-        if isinstance(rep.body, MultiResponse):
-            ev["multi_errs"] = rep.body.errors
-            ev["multi_failed"] = rep.body.failed
-            ev["created_paths"] = rep.body.created_paths
-        elif isinstance(rep.body, (PathResponse, Create2Response)) and op in (1, 15, 19, 21):
-            ev["created_paths"] = [rep.body.path]
-        if rep.error:
-            ev["parse_error"] = rep.error
 
     @staticmethod
     def _pass_fin(c: Conn, d: str) -> None:

@@ -277,7 +277,7 @@ def _parse_action(ctx: _Ctx, spec: Any, unsafe: bool) -> Action:
         raise ctx.fail(
             "action.type",
             "'drop' discards one frame and forwards later ones, which corrupts clients (xid mismatch, "
-            "misparsed ConnectResponse; zk-wire.md section 6); use drop_then_blackhole/drop_then_close, "
+            "or the next frame misread as the ConnectResponse); use drop_then_blackhole/drop_then_close, "
             "or set unsafe = true",
         )
     return a

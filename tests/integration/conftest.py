@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from harness.components.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode, four_letter
 from harness.ports import free_port
 from harness.remote import LocalRemote
-from harness.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode, four_letter
 
 
 @dataclass

@@ -12,7 +12,7 @@ import pytest
 
 from agent import znodes as zn
 from agent.client import AgentAdmin, KafkaClient
-from harness.toxiproxy import Link
+from harness.components.toxiproxy import Link
 
 pytestmark = pytest.mark.integration
 
@@ -70,7 +70,7 @@ class Env:
         if self.c.agents:
             self.c.stop_agents()
             for a in self.c.agents.values():
-                a.wipe_data()
+                a.wipe()
         for p in (zn.BROKER_TOPICS, "/admin"):
             self.zk.delete(p, recursive=True) if self.zk.exists(p) else None
         self.c.start_agents(toggles=toggles or {}, extra=extra)

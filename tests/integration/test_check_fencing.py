@@ -1,6 +1,10 @@
-"""Invariants 1-11: for each, a hand-built history that breaks it and one that does not.
+"""Every project-history checker (invariants 1-11 and the zxid sweep): for each, a hand-built history
+that breaks it and one that does not.
 
-All histories are checked together (one load, one Spark job) and each test reads its verdict.
+All histories are checked together (one read, one Spark job for the plans) and each test reads its
+verdict. Each checker is also run alone, on a frame projected to exactly what it declares it reads
+(``Checker.reads``): it must reach the same verdicts, so a kind or field it uses but does not
+declare fails here.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers import fencing
+from checkers.project import CHECKER_NAMES, check_histories
 from checkers.testing import EventLog
 
 pytestmark = pytest.mark.integration
@@ -27,14 +31,21 @@ def registered(log: EventLog, b: int = 1, epoch: int = E1, sess: int = S1, owner
              recorded_session=None, owner=sess if owner is None else owner, path_existed=False)
 
 
+def observed(log: EventLog, b: int, epoch: int, owner: int, final: bool = False) -> None:
+    log.emit("observer", "broker_znode", process=b, broker_id=b, exists=True, czxid=epoch, owner=owner, mzxid=epoch,
+             final=final)
+
+
 def c1(log: EventLog, bad: bool) -> None:
     registered(log)
+    observed(log, 1, E1, S1)
     a = "agent:1"
     log.emit(a, "session", process=1, state="expired", session_id=S1)
     log.emit(a, "session", process=1, state="connected", session_id=S2)
     log.emit(a, "register", "invoke", 1, broker_id=1, session_id=S2)
     ep = E1 - 1 if bad else E2
     log.emit(a, "register", "ok", 1, broker_id=1, epoch=ep, czxid=ep, session_id=S2, owner=S2)
+    observed(log, 1, ep, S2)
 
 
 def c2(log: EventLog, bad: bool) -> None:
@@ -43,7 +54,9 @@ def c2(log: EventLog, bad: bool) -> None:
 
 def c3(log: EventLog, bad: bool) -> None:
     registered(log)
+    log.t += 10  # past T + margin after the agent started: the timed form decides too
     log.emit("observer", "broker_znode", broker_id=1, exists=not bad, czxid=E1, owner=S1, mzxid=E1, final=True)
+    log.emit("harness", "run_end", live_brokers=[1])
 
 
 def c4(log: EventLog, bad: bool) -> None:
@@ -153,66 +166,106 @@ def c11b(log: EventLog, bad: bool) -> None:
              broker_epoch=E2, max_broker_epoch=mbe, own_epoch=E2, outcome="applied", error_code=0)
 
 
+def zr(log: EventLog, bad: bool) -> None:
+    """A registration invoked after a controller write at zxid Z had responded must get a czxid > Z."""
+    log.emit("agent:1", "controller_zk_write", "ok", 1, broker_id=1, controller_epoch=1, checked_version=0, op="set",
+             path="/p", zxid=E1)
+    log.t += 1  # beyond the clock-skew allowance
+    log.emit("agent:2", "register", "invoke", 2, broker_id=2, session_id=S1)
+    cz = E1 - 3 if bad else E2
+    log.emit("agent:2", "register", "ok", 2, broker_id=2, epoch=cz, czxid=cz, session_id=S1, owner=S1)
+
+
+def zp(log: EventLog, bad: bool) -> None:
+    """The observer's read of /brokers/ids/2 returns what the last registration at or below its zxid wrote."""
+    log.emit("agent:2", "register", "invoke", 2, broker_id=2, session_id=S1)
+    log.emit("agent:2", "register", "ok", 2, broker_id=2, epoch=E1, czxid=E1, session_id=S1, owner=S1)
+    observed(log, 2, E1, S2 if bad else S1)
+
+
+def zs(log: EventLog, bad: bool) -> None:
+    for z in (10, 9 if bad else 11):
+        log.emit("zkproxy", "frame", conn=1, upstream="zk1", dir="s2c", kind="reply", session_id=S1, zxid=z)
+
+
 CASES: dict[str, tuple[str, Callable[[EventLog, bool], None]]] = {
     "1": ("registration_epochs", c1), "2": ("single_registrant", c2), "3": ("registration_liveness", c3),
     "4": ("control_request_epochs", c4), "5": ("controller_epochs", c5), "6": ("controller_write_fencing", c6),
     "7": ("bounce_handling", c7), "7b": ("bounce_handling", c7b), "8": ("controlled_shutdown_epochs", c8), "9": ("isr_expansion", c9),
     "10": ("partition_states", c10), "10b": ("partition_states", c10b), "11": ("max_broker_epoch", c11),
-    "11b": ("max_broker_epoch", c11b),
+    "11b": ("max_broker_epoch", c11b), "zr": ("zxid_realtime", zr), "zp": ("zxid_replay", zp),
+    "zs": ("zxid_session", zs),
 }
 
 
-@pytest.fixture(scope="module")
-def verdicts(spark, tmp_path_factory):  # noqa: ANN001, ANN201
-    from checkers import events_df, project
-
-    d: Path = tmp_path_factory.mktemp("fencing")
+def build(d: Path, cases: list[str]) -> dict[tuple[str, bool], str]:
     paths = {}
-    for case, (_, build) in CASES.items():
+    for case in cases:
         for bad in (False, True):
             log = EventLog(run=f"{case}-{bad}")
-            build(log, bad)
+            CASES[case][1](log, bad)
             paths[(case, bad)] = str(log.write(d / f"{case}-{'bad' if bad else 'good'}.jsonl"))
-    ev = events_df.load_events(spark, list(paths.values()))
-    res = project.fencing_results(ev, list(paths.values()))
+    return paths
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, bool], str]:
+    return build(tmp_path_factory.mktemp("fencing"), list(CASES))
+
+
+@pytest.fixture(scope="module")
+def verdicts(spark, paths: dict[tuple[str, bool], str]) -> dict[tuple[str, bool], dict]:  # noqa: ANN001
+    res = check_histories(list(paths.values()), spark=spark)
     return {k: res[p] for k, p in paths.items()}
+
+
+@pytest.fixture(scope="module")
+def alone(spark, paths: dict[tuple[str, bool], str]) -> dict[tuple[str, bool], dict]:  # noqa: ANN001
+    """Each checker run by itself on its own cases: the loader projects only what it declares."""
+    out = {}
+    for name in {n for n, _ in CASES.values()}:
+        mine = {k: p for k, p in paths.items() if CASES[k[0]][0] == name}
+        res = check_histories(list(mine.values()), spark=spark, names=[name])
+        out.update({k: res[p] for k, p in mine.items()})
+    return out
 
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("bad", [False, True], ids=["holds", "broken"])
-def test_invariant(verdicts, case: str, bad: bool) -> None:  # noqa: ANN001
+def test_invariant(verdicts, alone, case: str, bad: bool) -> None:  # noqa: ANN001
     name = CASES[case][0]
-    per = verdicts[(case, bad)]
+    res = verdicts[(case, bad)]
+    mine = [a for a in res["anomalies"] if a["checker"] == name]
     if bad:
-        r = per[name]
-        assert r["valid"] is False, r
-        assert r["anomalies"][0]["event_ids"], r
-        assert all(i.count("/") == 1 for a in r["anomalies"] for i in a["event_ids"])
+        assert res["checkers"][name]["valid"] is False, res
+        assert mine and mine[0]["event_ids"], res
+        assert all(i.count("/") == 1 for a in mine for i in a["event_ids"])
     else:
-        broken = {k: v["anomalies"] for k, v in per.items() if v["valid"] is not True}
+        assert res["checkers"][name]["valid"] is True, res
+        broken = {k: [a for a in res["anomalies"] if a["checker"] == k] for k, v in res["checkers"].items()
+                  if v["valid"] is False}
         assert not broken
+    projected = alone[(case, bad)]
+    assert list(projected["checkers"]) == [name]
+    assert projected["checkers"][name] == res["checkers"][name]
+    assert projected["anomalies"] == mine
 
 
-def test_every_invariant_is_covered() -> None:
-    assert {name for name, _ in CASES.values()} == set(fencing.CHECKERS)
+def test_every_checker_is_covered() -> None:
+    assert {name for name, _ in CASES.values()} == set(CHECKER_NAMES)
 
 
 def test_unresolvable_basis_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
-    from checkers import events_df, project
-
     log = EventLog(run="9u")
     c9_unresolved(log, False)
     p = str(log.write(tmp_path / "9u.jsonl"))
-    ev = events_df.load_events(spark, [p])
-    r = project.fencing_results(ev, [p], ["isr_expansion"])[p]["isr_expansion"]
+    r = check_histories([p], spark=spark, names=["isr_expansion"])[p]["checkers"]["isr_expansion"]
     assert r["valid"] == "unknown", r
     assert "no fetch event" in r["stats"]["unknown_reasons"][0]["message"], r
 
 
 def test_malformed_fields_never_crash(spark, tmp_path) -> None:  # noqa: ANN001
     """Wrong-typed or null values (the 'null' -> BIGINT ANSI crash) yield null fields, not an exception."""
-    from checkers import events_df, project
-
     log = EventLog(run="junk")
     c9(log, True)
     log.emit("agent:1", "alter_partition_handled", process=1, request_id=None, topic="t", partition="zero",
@@ -220,6 +273,5 @@ def test_malformed_fields_never_crash(spark, tmp_path) -> None:  # noqa: ANN001
     log.emit("agent:1", "broker_change", process=1, controller_epoch="1", live=None, bounced=["x"], dead=None)
     log.emit("agent:1", "control_send", process=1, kind="LeaderAndIsr", target="two", broker_epoch=None)
     p = str(log.write(tmp_path / "junk.jsonl"))
-    ev = events_df.load_events(spark, [p])
-    res = project.fencing_results(ev, [p])[p]
-    assert res["isr_expansion"]["valid"] is False, res["isr_expansion"]
+    res = check_histories([p], spark=spark)[p]
+    assert res["checkers"]["isr_expansion"]["valid"] is False, res

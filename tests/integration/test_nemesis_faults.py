@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from harness.components import ProcState
 from history import EventWriter
 from nemesis.base import FaultOp, NemesisRunner
 from nemesis.registry import default_nemeses
@@ -76,7 +77,7 @@ def test_kill_and_pause_zookeeper_and_agent_then_heal(cluster, runner):
     leader = cluster.ensemble.leader()
     assert leader is not None
     assert runner.invoke(FaultOp("kill", "start", [], {"spec": "zk-leader"}))
-    assert _wait(lambda: not leader.running(), 10)
+    assert _wait(lambda: leader.state() is ProcState.STOPPED, 10)
     agent2 = cluster.agent(2)
     assert runner.invoke(FaultOp("pause", "start", ["b2"], {}))
     pid = agent2.proc.pid(agent2.pidfile)
@@ -90,8 +91,8 @@ def test_kill_and_pause_zookeeper_and_agent_then_heal(cluster, runner):
     assert not runner.invoke(FaultOp("wipe", "start", ["zk1"], {}))  # refused: recorded as info, no raise
 
     runner.heal("test")
-    assert leader.running()
+    assert leader.state() is ProcState.RUNNING
     assert not agent2.remote.run(f"ps -o stat= -p {pid}").stdout.strip().startswith("T")
     assert cluster.ensemble.wait_ready(timeout=60)
     assert cluster.wait_registered([1, 2], timeout=60)
-    assert cluster.agent(1).running() and cluster.agent(2).running()
+    assert cluster.agent(1).state() is cluster.agent(2).state() is ProcState.RUNNING

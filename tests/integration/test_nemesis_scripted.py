@@ -1,11 +1,11 @@
-"""A scripted schedule file replays through `harness.run.execute` and the run ends valid."""
+"""A scripted schedule file replays through the run engine and the run ends valid."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.run import RunOptions, execute
 from nemesis.scripted import load_schedule
+from tests.runs import run_test
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -38,7 +38,7 @@ def test_scripted_schedule_replays_valid(tmp_path):
     path = tmp_path / "smoke.toml"
     path.write_text(SCHEDULE)
     schedule = load_schedule(path)
-    out = execute(RunOptions(time_limit=8.0, schedule=schedule, store=str(tmp_path / "store"), test="scripted"))
+    out = run_test(tmp_path / "store", "--time-limit", "8", "--test", "scripted", schedule=schedule)
     assert out.valid is True, out.results.get("anomalies")
     history = (out.run_dir / "history.jsonl").read_text()
     assert '"f":"partition"' in history and '"stage":"complete"' in history

@@ -4,9 +4,11 @@ with the fix, one cluster per scenario (slow: each pair of N runs takes one to t
 from __future__ import annotations
 
 import pytest
+from rich.console import Console
 
-from workloads.repro import scenarios
-from workloads.repro.framework import ReproSession
+from harness.engine import Engine
+from harness.inventory import load_inventory
+from scenarios import scenarios
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -19,14 +21,12 @@ IDS = ["KAFKA-6584", "KAFKA-7235-fast-bounce", "KAFKA-7235-stale-stopreplica", "
 def test_scenario_reproduces_and_is_fixed(tmp_path, sid):
     sc = scenarios()[sid]
     assert sc.available() is None
-    with ReproSession(store=str(tmp_path / "store")) as session:
-        if sc.needs_spark:
-            session.warm_spark()
-        session.up(sc)
-        bug = [session.run(sc, False) for _ in range(N)]
-        fixed = [session.run(sc, True) for _ in range(N)]
+    with Engine(load_inventory(), tmp_path / "store", Console(quiet=True), keep_warm=True) as engine:
+        engine.warm(sc.spec(False))
+        bug = [engine.run(sc.spec(False)) for _ in range(N)]
+        fixed = [engine.run(sc.spec(True)) for _ in range(N)]
     for r in bug + fixed:
         assert r.error is None, f"{r.run_dir}: {r.error}"
-        assert r.matched, f"{r.run_dir}: fixed={r.fixed} verdicts {r.verdicts}"
+        assert r.matched, f"{r.run_dir}: {r.spec.info} verdicts {r.verdicts}"
     assert all(r.reproduced for r in bug)
     assert not any(r.reproduced for r in fixed)

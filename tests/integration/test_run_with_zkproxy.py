@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from harness.run import RunOptions, execute
 from history import read_events
 from nemesis.scripted import load_schedule
 from tests.processes import processes_mentioning
+from tests.runs import run_test
 
 pytestmark = pytest.mark.integration
 
@@ -28,8 +28,8 @@ params = { rules = [ { id = "dark", match = { dir = "c2s" }, action = { type = "
 def test_proxy_rules_armed_mid_run_expire_every_session_and_brokers_reregister(tmp_path):
     path = tmp_path / "zk-dark.toml"
     path.write_text(SCHEDULE)
-    outcome = execute(RunOptions(store=str(tmp_path / "store"), time_limit=10, seed=3, zkproxy=True,
-                                 schedule=load_schedule(path), test="zk-dark"))
+    outcome = run_test(tmp_path / "store", "--time-limit", "10", "--seed", "3", "--zkproxy", "--test", "zk-dark",
+                       schedule=load_schedule(path))
     assert outcome.valid is True, outcome.results
     history = list(read_events(outcome.run_dir / "history.jsonl"))
     proxy = [e for e in history if e.src == "zkproxy"]
@@ -44,9 +44,8 @@ def test_proxy_rules_armed_mid_run_expire_every_session_and_brokers_reregister(t
 
 
 def test_random_package_is_seeded_recorded_and_fully_healed(tmp_path):
-    opts = RunOptions(store=str(tmp_path / "store"), time_limit=12, seed=11, package_faults=["partition", "pause"],
-                      package_interval=3.0, test="package")
-    outcome = execute(opts)
+    outcome = run_test(tmp_path / "store", "--time-limit", "12", "--seed", "11", "--faults", "partition,pause",
+                       "--interval", "3", "--test", "package")
     run = json.loads((outcome.run_dir / "run.json").read_text())
     assert run["seed"] == 11 and run["schedule"]["name"] == "package-partition+pause-s11"
     steps = run["schedule"]["steps"]
@@ -58,5 +57,5 @@ def test_random_package_is_seeded_recorded_and_fully_healed(tmp_path):
     heals = [e.value["reason"] for e in history if e.f == "heal" and e.value.get("stage") == "complete"]
     assert heals[:1] == ["setup"] and "final" in heals
     results = json.loads((outcome.run_dir / "results.json").read_text())
-    assert results["valid"] == outcome.valid and "registration" in results["checkers"]
+    assert results["valid"] == outcome.valid and "registration_liveness" in results["checkers"]
     assert processes_mentioning(run["scratch"]) == []

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.run import RunOptions, execute
 from history import read_events
 from tests.processes import processes_mentioning
+from tests.runs import run_test
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ def _history(run_dir: Path) -> list:
 
 
 def test_isolated_broker_reregisters_with_larger_epoch_and_run_is_valid(tmp_path):
-    outcome = execute(RunOptions(store=str(tmp_path / "store"), time_limit=12, target=1, seed=7))
+    outcome = run_test(tmp_path / "store", "--time-limit", "12", "--target", "1", "--seed", "7")
     assert outcome.valid is True, outcome.results
     assert outcome.exit_code == 0
     run_dir = outcome.run_dir
@@ -44,7 +44,7 @@ def test_isolated_broker_reregisters_with_larger_epoch_and_run_is_valid(tmp_path
     assert oks[-1].value["epoch"] > oks[0].value["epoch"]
     assert oks[-1].value["session_id"] != oks[0].value["session_id"]
     assert lost[0].t_wall > isolate[0].t_wall and oks[-1].t_wall > isolate[1].t_wall
-    # results.json is the verdict on disk, the same one execute returned
+    # results.json is the verdict on disk, the same one the engine returned
     assert json.loads((run_dir / "results.json").read_text())["valid"] is True
 
     scratch = json.loads((run_dir / "run.json").read_text())["scratch"]
@@ -53,11 +53,11 @@ def test_isolated_broker_reregisters_with_larger_epoch_and_run_is_valid(tmp_path
 
 
 def test_agent_without_reregistration_makes_the_run_invalid_naming_the_broker(tmp_path):
-    outcome = execute(RunOptions(store=str(tmp_path / "store"), time_limit=12, target=2, seed=7,
-                                 toggles={"reregister_on_expiry": False}))
+    outcome = run_test(tmp_path / "store", "--time-limit", "12", "--target", "2", "--seed", "7",
+                       "--toggle", "reregister_on_expiry=false")
     assert outcome.valid is False
     assert outcome.exit_code == 1
-    liveness = [a for a in outcome.results["anomalies"] if a["checker"] == "registration-liveness"]
+    liveness = [a for a in outcome.results["anomalies"] if a["checker"] == "registration_liveness"]
     assert [a["broker"] for a in liveness] == [2]
     ids = {e.id for e in _history(outcome.run_dir)}
     assert liveness[0]["event_ids"] and set(liveness[0]["event_ids"]) <= ids

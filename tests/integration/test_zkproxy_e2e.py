@@ -19,7 +19,7 @@ from kazoo.exceptions import ConnectionLoss, NodeExistsError
 from kazoo.protocol.states import KazooState
 
 import zkwire
-from harness.zookeeper import parse_dump_sessions
+from harness.components.zookeeper import parse_dump_sessions
 from nemesis.zkproxy import ProxyProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

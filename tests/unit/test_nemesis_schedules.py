@@ -155,7 +155,7 @@ def test_hunt_shrinks_within_budget():
             if st.op.phase == "start":
                 starts[st.op.targets[0]] = st.at
             elif st.at - starts[st.op.targets[0]] > 3.0:
-                return FakeOutcome(False, [{"checker": "registration-liveness", "broker": st.op.targets[0]}])
+                return FakeOutcome(False, [{"checker": "registration_liveness", "broker": st.op.targets[0]}])
         return FakeOutcome(True, [])
 
     res = hunt(run_one, faults=["isolate"], targets=["b1", "b2"], time_limit=10.0, max_runs=60, seed=3,
@@ -164,7 +164,7 @@ def test_hunt_shrinks_within_budget():
     assert res.schedule is not None and len(res.schedule.steps) == 2  # one window
     start, stop = res.schedule.sorted_steps()
     assert stop.at - start.at == 3.5  # the shortest failing isolation on the half-second grid
-    assert res.signature == ("registration-liveness", start.op.targets[0])
+    assert res.signature == ("registration_liveness", start.op.targets[0])
 
 
 def test_hunt_respects_max_runs():
@@ -224,7 +224,7 @@ def test_confirm_widens_a_borderline_schedule_until_it_reproduces():
     """Fake system: isolation reproduces only when longer than 4 s; the minimal 3.5 s is borderline."""
     from nemesis.search import confirm
 
-    sig = ("registration-liveness", "b1")
+    sig = ("registration_liveness", "b1")
     seen = []
 
     def replay(schedule, n):
@@ -245,13 +245,13 @@ def test_confirm_reports_honestly_when_nothing_reproduces():
     from nemesis.search import confirm
 
     def replay(schedule, n):  # a different anomaly is not the same failure
-        return FakeOutcome(False, [{"checker": "registration-liveness", "broker": "b2"}])
+        return FakeOutcome(False, [{"checker": "registration_liveness", "broker": "b2"}])
 
     conf = confirm(replay, [Window("isolate", "b1", 0.0, 1.0), Window("bounce", "b2", 0.5, 1.0)],
-                   ("registration-liveness", "b1"), widen_step=2.0, attempts=2, progress=lambda m: None)
+                   ("registration_liveness", "b1"), widen_step=2.0, attempts=2, progress=lambda m: None)
     assert not conf.reproduced and conf.replays == 2 and conf.widened_by == 0.0
     assert conf.windows == [Window("isolate", "b1", 0.0, 1.0), Window("bounce", "b2", 0.5, 1.0)]
-    assert conf.replay_signatures == [("registration-liveness", "b2")]
+    assert conf.replay_signatures == [("registration_liveness", "b2")]
 
 
 def test_widen_leaves_instant_faults_alone():

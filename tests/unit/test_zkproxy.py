@@ -425,7 +425,7 @@ def test_proxy_process_ready_file_and_sigterm(tmp_path: Path) -> None:
         assert [r["id"] for r in pp.client.rules()] == ["x"]
         with z.RawSession(pp.addresses[0]) as s:
             assert s.session_id == 0x101
-    assert pp.proc is not None and pp.proc.returncode == 0
+    assert pp.process is not None and pp.process.returncode == 0
     done.set()
     evs = events(tmp_path / "ev.jsonl")
     assert evs[0]["f"] == "proxy_start" and evs[0]["seed"] == 42 and evs[-1]["f"] == "proxy_stop"

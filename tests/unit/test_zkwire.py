@@ -1,4 +1,4 @@
-"""zkwire codec: hand-built byte vectors (zk-wire.md sections 1-5) and hypothesis round-trips."""
+"""zkwire codec: hand-built byte vectors (layouts from ZooKeeper's zookeeper.jute) and hypothesis round-trips."""
 
 from __future__ import annotations
 
@@ -215,7 +215,8 @@ def test_multi_request_by_hand() -> None:
 
 
 def test_failed_multi_response_shape_verified_on_38() -> None:
-    # zk-wire.md section 4: a duplicate create gave (-1,false,-110)(-110)(-1,true,-1).
+    # A failed multi as a ZooKeeper 3.8 server sends it for a duplicate create:
+    # (-1,false,-110)(-110)(-1,true,-1).
     body = be_i(-1) + b"\x00" + be_i(-110) + be_i(-110) + be_i(-1) + b"\x01" + be_i(-1)
     rep = z.parse_reply(z.ReplyHeader(1, 40, 0).encode() + body, z.OpCode.MULTI)
     assert rep.err == 0 and rep.error is None

@@ -1,0 +1,153 @@
+"""Checkers that are a Spark plan: ``plan(frame) -> anomaly rows``, all collected as one job.
+
+A plan returns rows ``(hist, message, event_ids, key, verdict)`` (build them with ``anom``):
+``event_ids`` are the ``<src>/<seq>`` ids that prove it, ``key`` a JSON object locating it
+(broker, partition, controller_epoch), ``verdict`` ``"invalid"`` (a proven violation) or
+``"unknown"`` (something it had to judge but could not decide from the history: a missing or
+malformed field, an unresolvable reference; ``message`` says why). A checker with unknown rows
+and no invalid ones is ``unknown``, never valid. Every cast is null-safe (to string, or
+``try_cast``), so Spark's ANSI mode cannot crash a checker.
+
+All selected plans are unioned and collected in one Spark job (``collect``). On run-sized input
+(one in-memory partition, ``checkers.events_df``) windows, aggregates and joins need no exchange,
+so the 9 fencing plans run as one job of 28 stages (32 jobs with the session's defaults).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from checkers.checker import Events, Reads
+from checkers.result import Result, anomaly, result
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+MAX_ANOMALIES_PER_CHECKER = 20
+
+
+@dataclass(frozen=True)
+class PlanChecker:
+    name: str
+    reads: Reads
+    plan: Callable[[DataFrame], DataFrame]
+    local: bool = False
+
+    def check(self, events: Events) -> dict[str, Result]:
+        assert events.frame is not None, f"{self.name} runs on Spark"
+        frame = events.frame
+        found = events.shared(self, PlanChecker, lambda group: collect(group, frame, events.paths, small=events.small))
+        return {p: found[p][self.name] for p in events.paths}
+
+
+def collect(checkers: Sequence[PlanChecker], frame: DataFrame, paths: Sequence[str], *,
+            small: bool) -> dict[str, dict[str, Result]]:
+    """{path: {checker: result}} for every plan, collected in one Spark job."""
+    from pyspark.sql import functions as F
+
+    if not checkers:
+        return {p: {} for p in paths}
+    rows = (
+        anomalies(checkers, frame).groupBy("hist", "checker", "verdict")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.slice(F.collect_list(F.struct("message", "event_ids", "key")), 1, MAX_ANOMALIES_PER_CHECKER).alias("first"),
+        )
+    )
+    if small:
+        with _single_partition_conf(frame.sparkSession):
+            got = rows.collect()
+    else:
+        got = rows.collect()
+    found: dict[tuple[str, str, str], Any] = {(r["hist"], r["checker"], r["verdict"]): r for r in got}
+    return {p: {c.name: _result(c.name, found.get((p, c.name, "invalid")), found.get((p, c.name, "unknown")))
+                for c in checkers} for p in paths}
+
+
+def anomalies(checkers: Sequence[PlanChecker], frame: DataFrame) -> DataFrame:
+    """Every plan's anomaly rows, with a ``checker`` column, as one DataFrame (one Spark plan)."""
+    from pyspark.sql import functions as F
+
+    out = [c.plan(frame).withColumn("checker", F.lit(c.name)) for c in checkers]
+    return reduce(lambda a, b: a.unionByName(b), out)
+
+
+def _result(name: str, bad: Any, unk: Any) -> Result:
+    unknown_stats: dict[str, Any] = {}
+    if unk is not None:  # what the checker could not decide: the reason, never a silent pass
+        unknown_stats = {"unknown_total": int(unk["n"]), "unknown_reasons": [
+            {"message": a["message"], "event_ids": list(a["event_ids"] or [])} for a in unk["first"]]}
+    if bad is None:
+        return result("unknown" if unk is not None else True, [], anomalies_total=0, **unknown_stats)
+    ans = [anomaly(name, a["message"], a["event_ids"] or [], **json.loads(a["key"] or "{}")) for a in bad["first"]]
+    return result(False, ans, anomalies_total=int(bad["n"]), **unknown_stats)
+
+
+@contextmanager
+def _single_partition_conf(spark: SparkSession) -> Iterator[None]:
+    """Settings for input on one partition, restored afterwards. Windows, aggregates and sort-merge
+    joins over one partition need no exchange; the few that remain (after unions) shuffle into one
+    partition. Joins are not broadcast (each broadcast is a job of its own) and AQE is off (it runs
+    every query stage as a job): all plans run as one job. Whole-stage codegen is off: compiling
+    the generated code of ~25 stages costs more than interpreting a few thousand rows."""
+    conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1",
+            "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false"}
+    saved = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+# --- building anomaly rows -----------------------------------------------------------------------------
+def F():  # noqa: ANN201, N802 - lazy pyspark import so importing a checker module is free
+    from pyspark.sql import functions
+
+    return functions
+
+
+def W():  # noqa: ANN201, N802
+    from pyspark.sql import Window
+
+    return Window
+
+
+def anom(df: DataFrame, message: Column, ids: Column, *, verdict: str | Column = "invalid", **keys: Column) -> DataFrame:
+    f = F()
+    key = f.to_json(f.struct(*[c.alias(k) for k, c in keys.items()])) if keys else f.lit("{}")
+    return df.select(
+        "hist", message.alias("message"), ids.alias("event_ids"), key.alias("key"),
+        (f.lit(verdict) if isinstance(verdict, str) else verdict).alias("verdict"),
+    )
+
+
+def fmt(template: str, *cols: Column | str) -> Column:
+    """format_string with every argument rendered as text (null -> "null"). Arguments are cast to string
+    first: ``coalesce(<bigint>, 'null')`` would make Spark cast 'null' to BIGINT, which ANSI mode rejects."""
+    f = F()
+    return f.format_string(
+        template, *[f.coalesce((f.col(c) if isinstance(c, str) else c).cast("string"), f.lit("null")) for c in cols]
+    )
+
+
+def ids(*cols: str) -> Column:
+    """The non-null ids among ``cols`` (event_ids never holds nulls)."""
+    f = F()
+    return f.filter(f.array(*[f.col(c) for c in cols]), lambda x: x.isNotNull())
+
+
+def broker() -> Column:
+    """The broker an event is about: its ``broker_id``, else the agent that wrote it."""
+    f = F()
+    return f.coalesce(f.col("v_broker_id"), f.col("node"))

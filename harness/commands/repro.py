@@ -1,0 +1,114 @@
+"""`harness repro`: reproduce a JIRA on demand and show it fixed.
+
+    harness repro --list                 # id, title, availability
+    harness repro KAFKA-14845            # expect the anomaly (exit 0 when the checker fires)
+    harness repro KAFKA-14845 --fixed    # expect a clean run (exit 0 when the checker passes)
+    harness repro KAFKA-14845 --runs 5   # reproduction rate and time per run (cluster kept up)
+
+Exit: 0 every run matched the expectation, 1 some run did not, 254 bad input (unknown or
+unavailable scenario, bad flags). The verdict is always the checkers' over the recorded history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+from rich.console import Console
+
+from harness.errors import EXIT_BAD_INPUT, UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("repro", help="reproduce a known JIRA (KAFKA-14845, -6584, -7235, -14139) and show it fixed",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("id", nargs="?", metavar="ID", help="scenario id (see --list)")
+    p.add_argument("--list", action="store_true", help="list scenarios: id, title, availability")
+    p.add_argument("--fixed", action="store_true", help="run with the fix's toggles and expect a clean run")
+    p.add_argument("--runs", type=int, default=1, metavar="N", help="runs on one cluster (default 1)")
+    p.add_argument("--inventory", metavar="FILE", help="inventory TOML (default: inventory/local.toml)")
+    p.add_argument("--store", metavar="DIR", default=None, help="store directory (default: ./store)")
+    p.add_argument("--spark", action="store_true",
+                   help="run the registration checks on Spark too (the fencing invariants always do)")
+    p.add_argument("--spark-master", metavar="URL", help="Spark master (default local[*])")
+    p.add_argument("--no-timeline", action="store_true", help="do not print the per-run timeline")
+    p.set_defaults(func=run)
+
+
+def _list(console: Console) -> int:
+    from scenarios import scenarios
+
+    for sc in scenarios().values():
+        why = sc.available()
+        state = "" if why is None else f"  [yellow](not available: {why})[/]"
+        console.print(f"{sc.id:<30} {sc.title}{state}", highlight=False)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console(highlight=False, soft_wrap=True)
+    if args.list:
+        return _list(console)
+    from scenarios import scenarios
+
+    found = scenarios()
+    if not args.id:
+        raise UsageError("repro: give a scenario ID or --list")
+    sc = found.get(args.id) or found.get(args.id.upper())
+    if sc is None:
+        raise UsageError(f"repro: unknown scenario {args.id!r} (known: {', '.join(found)})")
+    if args.runs < 1:
+        raise UsageError(f"--runs: must be >= 1, got {args.runs}")
+    why = sc.available()
+    if why is not None:
+        console.print(f"[yellow]{sc.id} is not available in this build:[/] {why}")
+        return EXIT_BAD_INPUT
+    from harness.engine import Engine
+    from harness.inventory import load_inventory
+    from scenarios.timeline import render
+
+    spec = sc.spec(args.fixed, spark=args.spark)
+    console.print(f"[bold]{sc.id}[/]: {sc.title}\n  toggles {spec.toggles}; expecting {spec.expect.describe()}")
+    results = []
+    with Engine(load_inventory(args.inventory), args.store, console, args.spark_master, keep_warm=True) as engine:
+        for i in range(args.runs):
+            if args.runs > 1:
+                console.rule(f"run {i + 1}/{args.runs}")
+            res = engine.run(sc.spec(args.fixed, spark=args.spark))
+            results.append(res)
+            if not args.no_timeline:
+                console.print("[bold]timeline[/] (seconds from run start; event ids in the history)")
+                for line in render(res.run_dir / "history.jsonl"):
+                    console.print(line)
+            _print_result(console, res)
+    _summary(console, sc.id, args.fixed, results, engine.cold_s)
+    return 0 if all(r.matched for r in results) else 1
+
+
+def _print_result(console: Console, res: Any) -> None:
+    for a in res.anomalies[:10]:
+        console.print(f"  [red]anomaly[/] {a['checker']}: {a['message']}  events {', '.join(a['event_ids'])}")
+    verdicts = ", ".join(f"{k}={v}" for k, v in res.verdicts.items())
+    word = ("[red]REPRODUCED[/]" if res.reproduced else "[green]clean[/]") if not res.error else "[yellow]error[/]"
+    ok = "[green]as expected[/]" if res.matched else "[bold red]NOT as expected[/]"
+    phases = ", ".join(f"{k} {v:.1f}s" for k, v in res.phases.items())
+    console.print(f"  {word} ({verdicts}) — {ok} — {res.wall_s:.1f}s ({phases})\n  store: {res.run_dir}")
+    if res.error:
+        console.print(f"  [yellow]run error:[/] {res.error}")
+
+
+def _summary(console: Console, sid: str, fixed: bool, results: list[Any], cold: float | None) -> None:
+    n = len(results)
+    rep = sum(r.reproduced for r in results)
+    matched = sum(r.matched for r in results)
+    walls = [r.wall_s for r in results]
+    what = f"clean {matched}/{n}" if fixed else f"reproduced {rep}/{n}"
+    spread = f", min {min(walls):.1f}s, max {max(walls):.1f}s" if n > 1 else ""
+    console.print(f"[bold]{sid}{' --fixed' if fixed else ''}[/]: {what} ({matched}/{n} as expected); "
+                  f"per run (cluster warm) mean {statistics.mean(walls):.1f}s{spread}; "
+                  f"cluster cold start {cold or 0:.1f}s; total {time.monotonic() - _T0:.1f}s")
+
+
+_T0 = time.monotonic()

@@ -1,0 +1,129 @@
+"""The two ways a component's process is run, each implemented once.
+
+* ``RemoteProcess``: on a node, over a ``Remote`` (SSH, or local for the embedded inventory),
+  started detached in its own session with its pid in a file (ZooKeeper servers, broker agents).
+* ``LocalProcess``: a child of the control node (the Toxiproxy server, the embedded sshd, the
+  ZooKeeper wire proxy).
+
+Both give the Component protocol's verbs; a subclass says how to start and what its data is.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from harness.components import ProcState, Unsupported, parse_stat
+from harness.remote import ProcessControl, Remote, RemoteError, stop_child
+
+
+class RemoteProcess:
+    role = "process"
+
+    def __init__(self, name: str, remote: Remote, workdir: str, pidfile: str, logfile: str) -> None:
+        self.name = name
+        self.remote = remote
+        self.workdir = workdir
+        self.pidfile = pidfile
+        self.logfile = logfile
+        self.proc = ProcessControl(remote)
+
+    def command(self) -> tuple[str, dict[str, str] | None]:
+        """The command line that runs this process, and its environment."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        cmd, env = self.command()
+        self.proc.start(cmd, self.workdir, self.pidfile, self.logfile, env=env)
+
+    def stop(self, grace: float = 5.0) -> bool:
+        return self.proc.stop(self.pidfile, grace)
+
+    def kill(self) -> bool:
+        return self.proc.kill(self.pidfile)
+
+    def pause(self) -> bool:
+        return self.proc.signal_pidfile(self.pidfile, "STOP")
+
+    def resume(self) -> bool:
+        return self.proc.signal_pidfile(self.pidfile, "CONT")
+
+    def state(self) -> ProcState:
+        return self.proc.state(self.pidfile)
+
+    def wipe(self) -> None:
+        raise Unsupported(f"{self.name}: a {self.role} keeps no data to wipe")
+
+    def logs(self, dest: Path) -> list[Path]:
+        local = dest / f"{self.name}-{self.role}.log"
+        try:
+            self.remote.get(self.logfile, local)
+        except (OSError, RemoteError):
+            return []
+        return [local]
+
+
+class LocalProcess:
+    role = "process"
+
+    def __init__(self, name: str, logfile: Path) -> None:
+        self.name = name
+        self.logfile = logfile
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self, grace: float = 5.0) -> bool:
+        running = self.state() is not ProcState.STOPPED
+        self.resume()  # a paused process cannot handle SIGTERM
+        stop_child(self.process, grace)
+        return running
+
+    def kill(self) -> bool:
+        return self._signal(signal.SIGKILL)
+
+    def pause(self) -> bool:
+        return self._signal(signal.SIGSTOP)
+
+    def resume(self) -> bool:
+        return self._signal(signal.SIGCONT)
+
+    def _signal(self, sig: int) -> bool:
+        if self.process is None or self.process.poll() is not None:
+            return False
+        try:
+            os.killpg(os.getpgid(self.process.pid), sig) if self._own_group() else self.process.send_signal(sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def _own_group(self) -> bool:
+        assert self.process is not None
+        try:
+            return os.getpgid(self.process.pid) == self.process.pid
+        except ProcessLookupError:
+            return False
+
+    def state(self) -> ProcState:
+        if self.process is None or self.process.poll() is not None:
+            return ProcState.STOPPED
+        try:
+            stat = Path(f"/proc/{self.process.pid}/stat").read_text()
+        except OSError:
+            return ProcState.STOPPED
+        return parse_stat(stat.rsplit(")", 1)[1].split()[0])
+
+    def wipe(self) -> None:
+        raise Unsupported(f"{self.name}: a {self.role} keeps no data to wipe")
+
+    def logs(self, dest: Path) -> list[Path]:
+        if not self.logfile.exists():
+            return []
+        dest.mkdir(parents=True, exist_ok=True)
+        out = dest / f"{self.name}.log"
+        shutil.copy(self.logfile, out)
+        return [out]

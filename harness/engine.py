@@ -1,0 +1,548 @@
+"""The run engine: one test (``harness.spec.TestSpec``) → one stored, checked run.
+
+Every command that runs anything (``run``, ``hunt``, ``repro``) goes through ``Engine.run``:
+
+1. **cluster**: start one (sshd, ZooKeeper, Toxiproxy) or reuse the warm one when the test has the
+   same shape (ZooKeeper reset, agents' files removed);
+2. **setup**: event writers, the observer, the nemesis runner (heal at setup), the agents with the
+   test's toggles, all registered;
+3. **play**: ``run_start``; the workload's clients, the nemesis schedule and the test's script, until
+   the time limit; then, unless the test says otherwise, a final heal and T + margin + 1 s;
+   ``run_end`` with the live brokers (``harness.components.live``: the one definition);
+4. **collect**: agents stopped (SIGTERM, or SIGKILL after run_end), their events and logs and the
+   servers' logs downloaded, every source merged into ``history.jsonl``;
+5. **check**: the test's checkers over the history (``checkers.project.check_histories``), written
+   to ``results.json``; the outcome compared with the test's expectation.
+
+Teardown (nemesis heal, observer, per-run proxies, the cluster unless kept warm) is guaranteed on
+success, error and Ctrl-C/SIGTERM. The effects (cluster, observer, checkers) are injectable so the
+engine is unit-tested with fakes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+import shutil
+import signal
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness.components import live
+from harness.errors import exit_code_for
+from harness.inventory import Inventory
+from harness.spec import ANOMALY, TestSpec
+from harness.store import new_run_dir, write_json
+from harness.wait import wait_until
+from history import EventWriter, merge, read_events, write_history
+from nemesis.base import FaultOp, NemesisRunner
+from workloads.base import Op, OpRecorder, WorkloadRunner
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class RunOutcome:
+    spec: TestSpec
+    run_dir: Path
+    results: dict[str, Any]
+    error: str | None = None
+    wall_s: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    ops: dict[str, int] = field(default_factory=dict)  # client op completions by type
+
+    @property
+    def valid(self) -> bool | str:
+        return self.results.get("valid", "unknown")
+
+    @property
+    def verdicts(self) -> dict[str, Any]:
+        """Checker → verdict, for the checkers the expectation names (all when it names none)."""
+        checkers = self.results.get("checkers", {})
+        names = self.spec.expect.checkers if self.spec.expect and self.spec.expect.checkers else list(checkers)
+        return {n: checkers.get(n, {}).get("valid", "unknown") for n in names}
+
+    @property
+    def reproduced(self) -> bool:
+        """An anomaly from the expectation's checkers (from any checker when it names none)."""
+        return any(v is False for v in self.verdicts.values())
+
+    @property
+    def matched(self) -> bool:
+        """The run showed what the test expects; without an expectation, it was valid."""
+        if self.error is not None:
+            return False
+        if self.spec.expect is None or self.spec.expect.outcome != ANOMALY:
+            return all(v is True for v in self.verdicts.values())
+        return self.reproduced
+
+    @property
+    def anomalies(self) -> list[dict[str, Any]]:
+        names = set(self.verdicts)
+        return [a for a in self.results.get("anomalies", []) if a.get("checker") in names]
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code_for(self.valid)
+
+
+@dataclass
+class Effects:
+    """What the engine does to the world; unit tests pass fakes."""
+
+    cluster: Callable[[Inventory, Path, str, Callable[[str], None]], Any]
+    observer: Callable[[Any, list[int], EventWriter], Any]
+    nemeses: Callable[[Any, TestSpec, Any], list[Any]]  # (cluster, spec, per-run wire proxy or None)
+    wire_proxy: Callable[[Any, Path, str], Any]
+    check: Callable[[Any, str, TestSpec], dict[str, Any]]
+    prepare_check: Callable[[Any, TestSpec], None] = lambda engine, spec: None  # noqa: E731
+
+    @staticmethod
+    def real() -> Effects:
+        return Effects(_real_cluster, _real_observer, default_nemeses, _real_wire_proxy, _real_check,
+                       _warm_spark_unless_local)
+
+
+class Engine:
+    """Runs tests on a cluster it owns. With ``keep_warm`` the cluster stays up between runs of
+    the same shape (``TestSpec.cluster_shape``); ``close()`` (or the ``with`` block) tears it down."""
+
+    def __init__(self, inventory: Inventory, store: str | Path | None = None, console: Console | None = None,
+                 spark_master: str | None = None, keep_warm: bool = False, effects: Effects | None = None) -> None:
+        self.inv = inventory
+        self.store = Path(store) if store else REPO_ROOT / "store"
+        self.console = console or Console()
+        self.spark_master = spark_master
+        self.keep_warm = keep_warm
+        self.effects = effects or Effects.real()
+        self.T = inventory.agents.session_timeout_ms / 1000.0
+        self.cluster: Any = None
+        self.cold_s: float | None = None
+        self._shape: tuple[Any, ...] | None = None
+        self._scratch = Path(tempfile.mkdtemp(prefix="zkfence-"))
+        self._spark_future: Any = None
+        self._zk: Any = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._drop_cluster()
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def say(self, msg: str) -> None:
+        self.console.print(msg, highlight=False)
+
+    def warm_spark(self) -> None:
+        """Start the Spark JVM in the background (it takes ~10 s; the cluster comes up meanwhile)."""
+        if self._spark_future is None:
+            from checkers.spark import start_spark_in_background
+
+            self._spark_future = start_spark_in_background(self.spark_master)
+
+    def spark(self) -> Any:
+        self.warm_spark()
+        return self._spark_future.result()
+
+    def _drop_cluster(self) -> None:
+        if self._zk is not None:
+            self._zk = None  # closed by the cluster's teardown
+        if self.cluster is not None:
+            self.cluster.teardown()
+            self.cluster = None
+            self._shape = None
+
+    def up(self, spec: TestSpec, zkproxy_events: Path | None = None) -> Any:
+        """A cluster for ``spec``: the warm one when the shape matches, else a new one (cold)."""
+        if self.cluster is not None and self.keep_warm and self._shape == spec.cluster_shape() \
+                and spec.zkproxy == "off":
+            self._reset()
+            return self.cluster
+        self._drop_cluster()
+        inv = self.inv
+        if spec.zk_overrides:
+            from dataclasses import replace
+
+            inv = replace(inv, zookeeper=replace(inv.zookeeper, **spec.zk_overrides))
+        t = time.monotonic()
+        cluster_id = f"{spec.name}-{uuid.uuid4().hex[:8]}"
+        self.cluster = self.effects.cluster(inv, self._scratch / cluster_id, cluster_id,
+                                            lambda m: self.say(f"  [dim]{m}[/]"))
+        self._shape = spec.cluster_shape()
+        self.cluster.start(zkproxy_events=zkproxy_events, zkproxy_seed=spec.seed or 0)
+        self.cold_s = time.monotonic() - t
+        self.say(f"[bold]cluster up[/] in {self.cold_s:.1f}s: ZooKeeper {self.cluster.ensemble.modes()}")
+        return self.cluster
+
+    def warm(self, spec: TestSpec) -> float:
+        """Start what ``spec``'s runs need before the first one (Spark, the cluster); returns the
+        cluster's cold start time. The runs then find both warm."""
+        self.effects.prepare_check(self, spec)
+        self.up(spec)
+        return self.cold_s or 0.0
+
+    def zk(self) -> Any:
+        """The engine's own ZooKeeper client (direct, never faulted)."""
+        if self._zk is None:
+            self._zk = self.cluster.zk()
+        return self._zk
+
+    def _reset(self) -> None:
+        """Between runs on a warm cluster: only /zookeeper left in ZooKeeper, no agent files."""
+        zk = self.zk()
+        for child in zk.get_children("/"):
+            if child != "zookeeper":
+                # an ephemeral of a dying session can reappear mid-delete: try again
+                wait_until(lambda c=child: _try_delete(zk, f"/{c}"), 2.0)
+        cluster = self.cluster
+        for node in cluster.inv.brokers:
+            wd = shlex.quote(cluster.node_workdir(node))
+            cluster.remotes[node.name].run(f"rm -rf {wd}/events.jsonl {wd}/agent.log {wd}/data", check=False)
+        cluster.agents.clear()
+
+    # -- one run ---------------------------------------------------------------------------------
+    def run(self, spec: TestSpec) -> RunOutcome:
+        t_start = time.monotonic()
+        seed = spec.seed if spec.seed is not None else random.SystemRandom().randrange(2**31)
+        spec.seed = seed
+        run_dir = new_run_dir(self.store, spec.name)
+        run_id = f"{spec.name}-{run_dir.name}"
+        write_json(run_dir / "run.json", {**_run_json(spec, run_id, self.inv), "scratch": str(self._scratch)})
+        self.effects.prepare_check(self, spec)
+        events_dir = run_dir / "events"
+        phases: dict[str, float] = {}
+        lap = _lap(phases)
+        error: str | None = None
+        ops: dict[str, int] = {}
+        with _sigterm_as_interrupt():
+            try:
+                cluster = self.up(spec, events_dir / "zkproxy.jsonl" if spec.zkproxy == "all" else None)
+                cluster.run_id = run_id
+                error, ops = self._run_phases(cluster, spec, run_id, run_dir, lap)
+            finally:
+                if not self.keep_warm:
+                    self._drop_cluster()
+        sources = [read_events(p) for p in sorted(events_dir.glob("*.jsonl"))]
+        n = write_history(merge(sources), run_dir / "history.jsonl")
+        lap("collect")
+        self.say(f"[bold]collect[/] {n} events → {run_dir / 'history.jsonl'}")
+        results = self.effects.check(self, str(run_dir / "history.jsonl"), spec)
+        if ops:
+            results.setdefault("stats", {})["client_ops"] = ops
+        write_json(run_dir / "results.json", results)
+        lap("check")
+        outcome = RunOutcome(spec, run_dir, results, error, time.monotonic() - t_start, phases, ops)
+        if spec.expect is not None:
+            write_json(run_dir / "outcome.json", {"expected": spec.expect.describe(), "matched": outcome.matched,
+                                                  "reproduced": outcome.reproduced, "verdicts": outcome.verdicts,
+                                                  "error": error})
+        return outcome
+
+    def _run_phases(self, cluster: Any, spec: TestSpec, run_id: str, run_dir: Path,
+                    lap: Callable[[str], None]) -> tuple[str | None, dict[str, int]]:
+        events_dir = run_dir / "events"
+        writers = {src: EventWriter(events_dir / f"{src}.jsonl", src, run_id)
+                   for src in ("harness", "nemesis", "observer", "client")}
+        brokers = spec.brokers or [b.broker_id for b in self.inv.brokers]
+        proxy = None
+        if spec.pipeline_zkproxy:
+            proxy = self.effects.wire_proxy(cluster, events_dir / "zkproxy.jsonl", run_id)
+        runner = NemesisRunner(cluster, writers["nemesis"], self.effects.nemeses(cluster, spec, proxy))
+        observer = self.effects.observer(cluster, brokers, writers["observer"])
+        ctx = RunContext(self, spec, cluster, runner, writers, run_id, run_dir, brokers)
+        workload: WorkloadRunner | None = None
+        error: str | None = None
+        try:
+            observer.start()
+            runner.setup()
+            overrides = {b: {"zk_pipeline_connect": proxy.connect_string} for b in spec.pipeline_zkproxy} if proxy else {}
+            cluster.start_agents(toggles=spec.toggles, brokers=spec.brokers, extra=spec.agent_extra,
+                                 config_overrides=overrides)
+            epochs = cluster.wait_registered(brokers, timeout=60)
+            lap("setup")
+            self.say(f"[bold]run[/] {run_id}  seed={spec.seed}  brokers registered with epochs {epochs}")
+            writers["harness"].emit("run_start", brokers=sorted(epochs), test=spec.name, toggles=spec.toggles,
+                                    schedule=spec.schedule.name if spec.schedule else None, **spec.info)
+            ctx.t0 = time.monotonic()
+            workload = WorkloadRunner(spec.workload, ctx, writers["client"])
+            workload.start(spec.time_limit)
+            if spec.script is not None:
+                spec.script(ctx)
+            if spec.schedule is not None or spec.script is None:
+                self._play(ctx, workload)
+            workload.stop()
+            lap("play")
+            if spec.recovery:
+                runner.heal("final")
+                recovery = self.T + spec.margin_ms / 1000.0 + 1.0
+                with self.console.status(f"recover: {recovery:.1f}s (T + margin + 1s) after the final heal"):
+                    time.sleep(recovery)
+                lap("recover")
+            live_brokers = sorted(b for b, a in cluster.agents.items() if live(a))
+            observer.final_snapshot()
+            writers["harness"].emit("run_end", live_brokers=live_brokers)
+        except Exception as e:  # noqa: BLE001 - recorded with the run; the history is still collected
+            error = f"{type(e).__name__}: {e}"
+            writers["harness"].emit("run_error", error=error)
+            self.say(f"  [red]error[/] {error}")
+        finally:
+            if workload is not None:
+                workload.stop()
+            ctx.close_clients()
+            self._end(cluster, spec, runner, observer, proxy, writers, run_dir)
+        return error, workload.summary() if workload is not None else {}
+
+    def _end(self, cluster: Any, spec: TestSpec, runner: NemesisRunner, observer: Any, proxy: Any,
+             writers: dict[str, EventWriter], run_dir: Path) -> None:
+        """Stop the agents first and retire them from the cluster (the nemesis heal then leaves them
+        down: their run is over), collect, then heal."""
+        steps: list[tuple[str, Callable[[], Any]]] = [
+            ("agents", cluster.kill_agents if spec.agents_end == "kill" else cluster.stop_agents),
+            ("collect", lambda: cluster.collect(run_dir)),
+            ("retire agents", cluster.retire_agents),
+            ("nemesis", runner.teardown),
+            ("observer", observer.stop),
+        ]
+        if proxy is not None:
+            steps.append(("wire proxy", proxy.stop))
+        for what, fn in steps:
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - the rest of the teardown still runs
+                self.say(f"  [red]{what}[/] {type(e).__name__}: {e}")
+        for w in writers.values():
+            w.close()
+
+    def _play(self, ctx: RunContext, workload: WorkloadRunner) -> None:
+        """The schedule's steps at their times (steps past the limit still run) while clients run."""
+        spec = ctx.spec
+        pending = spec.schedule.sorted_steps() if spec.schedule is not None else []
+        with self.console.status("run") as status:
+            while True:
+                elapsed = time.monotonic() - ctx.t0
+                while pending and pending[0].at <= elapsed:
+                    step = pending.pop(0)
+                    ok = ctx.runner.invoke(step.op)
+                    self.say(f"  [yellow]{elapsed:6.1f}s[/] nemesis {step.op.f} {step.op.phase} "
+                             f"{','.join(step.op.targets)}{'' if ok else ' [red](failed, recorded as info)[/]'}")
+                if elapsed >= spec.time_limit and not pending:
+                    break
+                active = ", ".join(f"{a.f} {','.join(a.targets)}" for a in ctx.runner.active) or "none"
+                counts = workload.summary()
+                line = f"run {elapsed:5.1f}/{spec.time_limit:.0f}s · active faults: {active}"
+                if sum(counts.values()):
+                    rate = sum(counts.values()) / max(elapsed, 0.001)
+                    line += f" · {rate:.0f} ops/s ok {counts['ok']} fail {counts['fail']} info {counts['info']}"
+                status.update(line)
+                time.sleep(0.1)
+
+
+class RunContext:
+    """What a test's script sees: it acts only through the nemesis runner (``nemesis``, ``heal``)
+    and named clients (``invoke``), and observes (``zk``, ``agent_events``, ``wait``)."""
+
+    def __init__(self, engine: Engine, spec: TestSpec, cluster: Any, runner: NemesisRunner,
+                 writers: dict[str, EventWriter], run_id: str, run_dir: Path, brokers: list[int]) -> None:
+        self.engine = engine
+        self.spec = spec
+        self.cluster = cluster
+        self.runner = runner
+        self.writers = writers
+        self.run_id = run_id
+        self.run_dir = run_dir
+        self.brokers = brokers
+        self.T = engine.T
+        self.t0 = time.monotonic()
+        self.rng = random.Random(spec.seed)
+        self._recorder = OpRecorder(writers["client"])
+        self._clients: dict[str, Any] = {}
+        self.last_heal = time.time()  # when the last fault stopped: the liveness deadline counts from it
+
+    # -- acting ----------------------------------------------------------------------------------
+    def nemesis(self, f: str, phase: str = "start", targets: list[str] | None = None, **params: Any) -> Any:
+        """One nemesis op; returns its completion (falsy when it failed, recorded as info; its
+        ``detail`` holds what the nemesis reported)."""
+        done = self.runner.invoke(FaultOp(f, phase, list(targets or []), params))
+        if done and phase == "stop":
+            self.last_heal = time.time()
+        return done
+
+    def heal(self, reason: str) -> float:
+        """Undo every fault."""
+        self.runner.heal(reason)
+        self.last_heal = time.time()
+        return self.last_heal
+
+    def liveness_deadline(self) -> float:
+        """When registration liveness is judged: T + margin after the last fault ended (+0.3 s so
+        the history covers it)."""
+        return self.last_heal + self.T + self.spec.margin_ms / 1000.0 + 0.3
+
+    def invoke(self, client: str, f: str, **value: Any) -> Op:
+        """One op of a named client of the test, recorded as invoke then ok/fail/info."""
+        if client not in self._clients:
+            self._clients[client] = self.spec.clients[client].open(self, client)
+        return self._recorder.invoke(self._clients[client], Op(f, value, process=client))
+
+    def close_clients(self) -> None:
+        for c in self._clients.values():
+            c.close()
+        self._clients.clear()
+
+    # -- observing -------------------------------------------------------------------------------
+    def step(self, what: str, **fields: Any) -> None:
+        """A step of the story: recorded in the history (the timeline shows it) and printed live."""
+        self.writers["harness"].emit("repro_step", what=what, **fields)
+        self.engine.say(f"  [yellow]{time.monotonic() - self.t0:6.1f}s[/] {what}")
+
+    def node(self, broker_id: int) -> str:
+        return self.engine.inv.broker(broker_id).name
+
+    @property
+    def zookeepers(self) -> list[str]:
+        return [z.name for z in self.engine.inv.zookeepers]
+
+    def agent_address(self, broker_id: int) -> str:
+        return f"{self.engine.inv.broker(broker_id).address}:{self.cluster.agent_ports[broker_id]}"
+
+    def zk(self) -> Any:
+        return self.engine.zk()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(max(0.0, seconds))
+
+    def wait(self, pred: Callable[[], Any], timeout: float, what: str, poll: float = 0.1) -> Any:
+        value = wait_until(pred, timeout, poll)
+        if not value:
+            self.step(f"gave up waiting for {what} after {timeout:.1f}s")
+        return value
+
+    def agent_events(self, broker_id: int) -> list[Any]:
+        return self.cluster.agent(broker_id).events()
+
+    def wait_agent_event(self, broker_id: int, pred: Callable[[Any], bool], timeout: float, what: str) -> Any:
+        ev = self.cluster.agent(broker_id).wait_for(pred, timeout, poll=0.1)
+        if ev is None:
+            self.step(f"gave up waiting for {what} after {timeout:.1f}s")
+        return ev
+
+
+# -- the real effects ------------------------------------------------------------------------------
+def _real_cluster(inv: Inventory, scratch: Path, run_id: str, log: Callable[[str], None]) -> Any:
+    from harness.cluster import Cluster
+
+    return Cluster(inv, scratch, run_id, log=log)
+
+
+def _real_observer(cluster: Any, brokers: list[int], events: EventWriter) -> Any:
+    from harness.observer import BrokerObserver
+
+    return BrokerObserver(cluster.ensemble.connect_string, brokers, events)
+
+
+def _real_wire_proxy(cluster: Any, events: Path, run_id: str) -> Any:
+    from nemesis.zkproxy import ProxyProcess
+
+    proxy = ProxyProcess([m.client_address for m in cluster.ensemble.members], events,
+                         Path(cluster.scratch) / f"zkproxy-{run_id}", listen_host=cluster.inv.toxiproxy.host,
+                         run=run_id)
+    proxy.start()
+    return proxy
+
+
+def default_nemeses(cluster: Any, spec: TestSpec, proxy: Any = None) -> list[Any]:
+    from nemesis.registry import default_nemeses as catalogue
+
+    nemeses = catalogue()
+    wire = proxy if proxy is not None else getattr(cluster, "zkproxy", None)
+    if wire is not None:
+        from nemesis.zkproxy_faults import ZkProxyNemesis
+
+        nemeses.append(ZkProxyNemesis(wire.client))
+    return nemeses
+
+
+def _warm_spark_unless_local(engine: Engine, spec: TestSpec) -> None:
+    if not spec.local_check:
+        engine.warm_spark()  # the JVM starts while the cluster comes up
+
+
+def _real_check(engine: Engine, history: str, spec: TestSpec) -> dict[str, Any]:
+    from checkers.project import check_histories
+
+    names = spec.checkers
+    where = "locally" if spec.local_check else f"on Spark ({engine.spark_master or 'local[*]'})"
+    with engine.console.status(f"check {where}: {', '.join(names) if names else 'every checker'}"):
+        return check_histories([history], spark=engine.spark, names=names, margin_ms=spec.margin_ms,
+                               local=spec.local_check)[history]
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _try_delete(zk: Any, path: str) -> bool:
+    try:
+        zk.delete(path, recursive=True)
+        return True
+    except Exception:  # noqa: BLE001 - NotEmpty while an ephemeral reappears: the caller retries
+        return False
+
+
+def _lap(phases: dict[str, float]) -> Callable[[str], None]:
+    mark = [time.monotonic()]
+
+    def lap(name: str) -> None:
+        now = time.monotonic()
+        phases[name] = round(now - mark[0], 2)
+        mark[0] = now
+
+    return lap
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so every ``finally`` tears down what it started."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_json(spec: TestSpec, run_id: str, inv: Inventory) -> dict[str, Any]:
+    schedule = None
+    if spec.schedule is not None:
+        schedule = {"name": spec.schedule.name, "steps": [
+            {"at": s.at, "f": s.op.f, "phase": s.op.phase, "targets": s.op.targets, "params": s.op.params}
+            for s in spec.schedule.sorted_steps()]}
+    inventory = asdict(inv)
+    inventory["path"] = str(inv.path)
+    return {
+        "run_id": run_id, "test": spec.name, "seed": spec.seed, "toggles": spec.toggles, "brokers": spec.brokers,
+        "agent_extra": spec.agent_extra, "zk_overrides": spec.zk_overrides, "zkproxy": spec.zkproxy,
+        "pipeline_zkproxy": list(spec.pipeline_zkproxy), "workload": spec.workload.name,
+        "script": getattr(spec.script, "__qualname__", None), "time_limit": spec.time_limit,
+        "recovery": spec.recovery, "checkers": list(spec.checkers) if spec.checkers else None,
+        "expected": spec.expect.describe() if spec.expect else None, "margin_ms": spec.margin_ms,
+        "session_timeout_ms": inv.agents.session_timeout_ms, "schedule": schedule, **spec.info,
+        "inventory": json.loads(json.dumps(inventory, default=str)),
+    }

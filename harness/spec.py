@@ -1,0 +1,81 @@
+"""A test is data: what to start, what to do to it, what to check and what to expect.
+
+``harness run`` builds one from its flags, ``harness hunt`` one per searched schedule, ``harness
+repro`` one per JIRA scenario and variant; the run engine (``harness.engine``) runs any of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from workloads.base import NONE, Client, Workload
+
+if TYPE_CHECKING:
+    from nemesis.schedule import Schedule
+
+VALID, ANOMALY = "valid", "anomaly"
+ZKPROXY_MODES = ("off", "all")
+AGENT_ENDS = ("stop", "kill")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """``valid``: the named checkers (all when none are named) report valid. ``anomaly``: at least
+    one of the named checkers reports invalid."""
+
+    outcome: str = VALID
+    checkers: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.outcome not in (VALID, ANOMALY):
+            raise ValueError(f"an expectation is {VALID!r} or {ANOMALY!r}, not {self.outcome!r}")
+        if self.outcome == ANOMALY and not self.checkers:
+            raise ValueError("an expected anomaly names the checkers that must report it")
+
+    def describe(self) -> str:
+        if self.outcome == ANOMALY:
+            return f"the anomaly from {', '.join(self.checkers)}"
+        return "a clean run" + (f" ({', '.join(self.checkers)})" if self.checkers else "")
+
+
+@dataclass
+class TestSpec:
+    __test__ = False  # not a pytest test class
+
+    name: str  # the store directory: store/<name>/<time>/
+    toggles: dict[str, Any] = field(default_factory=dict)  # agent bug toggles (on top of the inventory's)
+    brokers: list[int] | None = None  # brokers that run an agent; None: every broker of the inventory
+    agent_extra: dict[str, Any] = field(default_factory=dict)  # AgentConfig.extra for every agent
+    zk_overrides: dict[str, Any] = field(default_factory=dict)  # ZooKeeper settings for this test's ensemble
+    # "all": every agent→ZooKeeper link goes through the ZooKeeper wire proxy (fault zk_rules).
+    zkproxy: str = "off"
+    # Brokers whose pipelining session (Kafka's Netty client emulation) dials a wire proxy started
+    # for the run, while their kazoo session keeps its Toxiproxy links (KAFKA-14845).
+    pipeline_zkproxy: tuple[int, ...] = ()
+    workload: Workload = NONE
+    schedule: Schedule | None = None  # timed nemesis steps
+    # A scripted story (a JIRA's), called with the run's ``harness.engine.RunContext``: it acts only
+    # through ``ctx.nemesis`` and ``ctx.invoke``.
+    script: Callable[[Any], None] | None = None
+    clients: dict[str, Client] = field(default_factory=dict)  # named clients the script invokes
+    time_limit: float = 20.0  # seconds of schedule and workload
+    recovery: bool = True  # a final heal, then T + margin + 1 s, before run_end
+    agents_end: str = "stop"  # "stop" (SIGTERM: sessions close) or "kill" (SIGKILL, after run_end: faster)
+    checkers: tuple[str, ...] | None = None  # None: every checker
+    local_check: bool = False  # checkers with a plain-Python driver run without Spark
+    expect: Expectation | None = None  # None: the verdict alone decides the exit code
+    margin_ms: int = 3000  # registration_liveness margin on top of the session timeout
+    seed: int | None = None
+    info: dict[str, Any] = field(default_factory=dict)  # more run.json fields (scenario, JIRA, variant)
+
+    def __post_init__(self) -> None:
+        if self.zkproxy not in ZKPROXY_MODES:
+            raise ValueError(f"zkproxy is one of {ZKPROXY_MODES}, not {self.zkproxy!r}")
+        if self.agents_end not in AGENT_ENDS:
+            raise ValueError(f"agents_end is one of {AGENT_ENDS}, not {self.agents_end!r}")
+
+    def cluster_shape(self) -> tuple[Any, ...]:
+        """Tests of the same shape can share a warm cluster."""
+        return (tuple(sorted(self.zk_overrides.items())), self.zkproxy)

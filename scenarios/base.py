@@ -1,0 +1,76 @@
+"""A JIRA scenario: the agent toggles that bring a bug back and those that fix it, the story told
+as a script, and the checkers that must fire — turned into a ``TestSpec`` for the run engine.
+
+The script (``play``) acts only through the run context: nemesis operations (``ctx.nemesis``,
+``ctx.heal``) and client operations (``ctx.invoke``); it observes ZooKeeper and the agents' events
+to know when the next step of the story is due. The verdict always comes from the checkers over
+the recorded history; a scenario never decides it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.engine import RunContext
+from harness.spec import ANOMALY, VALID, Expectation, TestSpec
+from workloads.base import Client
+
+
+@dataclass
+class Scenario:
+    id: str
+    title: str
+    jira: str
+    story: str  # what the script does and what goes wrong
+    checkers: list[str]  # the checkers that must report the anomaly (and report valid when fixed)
+    bug_toggles: dict[str, Any]
+    fixed_toggles: dict[str, Any]
+    brokers: list[int] = field(default_factory=lambda: [1, 2])
+    extra: dict[str, Any] = field(default_factory=dict)
+    margin_ms: int = 3000  # registration_liveness margin on top of T
+    needs_spark: bool = False  # some checker has no plain-Python driver: start Spark with the cluster
+    zk_overrides: dict[str, Any] = field(default_factory=dict)  # ZooKeeper settings for this scenario's ensemble
+    pipeline_zkproxy: tuple[int, ...] = ()  # brokers whose pipelining session dials a per-run wire proxy
+
+    def clients(self) -> dict[str, Client]:
+        """The named clients the script invokes."""
+        return {}
+
+    def available(self) -> str | None:
+        """None when runnable here, else why not (shown by --list, refused with exit 254): every
+        toggle value must be one the agent in this build accepts."""
+        from agent.config import TOGGLE_CHOICES, parse_toggle_value
+
+        for toggles in (self.bug_toggles, self.fixed_toggles):
+            for k, v in toggles.items():
+                if k not in TOGGLE_CHOICES:
+                    return f"the agent has no toggle {k!r}"
+                if parse_toggle_value(k, v) not in TOGGLE_CHOICES[k]:
+                    return f"the agent's toggle {k} has no value {v!r}"
+        return None
+
+    def play(self, ctx: RunContext) -> None:
+        raise NotImplementedError
+
+    def spec(self, fixed: bool, spark: bool = False) -> TestSpec:
+        """The test for one variant: the bug's toggles expecting the anomaly, or the fix's
+        expecting a clean run from the same checkers."""
+        return TestSpec(
+            name=f"repro-{self.id}{'-fixed' if fixed else ''}",
+            toggles=dict(self.fixed_toggles if fixed else self.bug_toggles),
+            brokers=list(self.brokers),
+            # no ControlledShutdown on stop: the agents end with SIGKILL after run_end anyway
+            agent_extra={"controlled_shutdown": False, **self.extra},
+            zk_overrides=dict(self.zk_overrides),
+            pipeline_zkproxy=self.pipeline_zkproxy,
+            script=self.play,
+            clients=self.clients(),
+            recovery=False,
+            agents_end="kill",
+            checkers=tuple(self.checkers),
+            local_check=not (self.needs_spark or spark),
+            expect=Expectation(VALID if fixed else ANOMALY, tuple(self.checkers)),
+            margin_ms=self.margin_ms,
+            info={"scenario": self.id, "jira": self.jira, "fixed": fixed},
+        )

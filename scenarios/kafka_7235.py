@@ -1,0 +1,161 @@
+"""KAFKA-7235 / KIP-380 (fixed in Kafka 2.2.0): broker epochs. Three stories.
+
+(a) Fast bounce missed: hold the controller's event thread, restart B so /brokers/ids/B is
+    re-created (czxid E1 → E2), release. The id set is unchanged, so a pre-KIP-380 controller
+    (``broker_epoch_check=off``) runs no onBrokerFailure/onBrokerStartup and B's replicas stay
+    offline; ``bounce_handling`` fires. With KIP-380 the czxid increase is a bounce: B gets a full
+    UpdateMetadata and a LeaderAndIsr with E2.
+(b) Stale StopReplica applied: B's controlled shutdown removes it from the ISR; a StopReplica
+    carrying E1 is held back; B restarts (E2) and becomes a follower again; the held StopReplica
+    is delivered. Without KIP-380 the new B stops its follower for good (``control_request_epochs``
+    fires: applied broker_epoch E1 < own E2); with it, STALE_BROKER_EPOCH (77).
+(c) Stale ControlledShutdown acted on: B restarts (E2); a retried ControlledShutdown(E1) from the
+    old incarnation reaches the controller. Without KIP-380 the controller moves leaders off / stops
+    replicas of the live B (``controlled_shutdown_epochs`` fires); with it, STALE_BROKER_EPOCH.
+
+KIP-380 ("Detect outdated control requests and bounced brokers using broker generation"), the
+controller's side in apache/kafka ``core/src/main/scala/kafka/controller/KafkaController.scala``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from agent import znodes as zn
+from harness.engine import RunContext
+from scenarios.base import Scenario
+from scenarios.timeline import hx
+from workloads.base import Client
+from workloads.kafka import AdminClient
+
+TOPIC = "t7235"
+
+
+class BounceBase(Scenario):
+    """Three brokers, topic t7235-0 replicated on all (leader = the controller, B a follower)."""
+
+    def clients(self) -> dict[str, Client]:
+        return {"admin": AdminClient()}
+
+    def controller(self, ctx: RunContext) -> int | None:
+        zk = ctx.zk()
+
+        def elected() -> int | None:
+            try:
+                return zn.parse_controller_id(zk.get(zn.CONTROLLER)[0])
+            except Exception:  # noqa: BLE001 - not elected yet
+                return None
+
+        return ctx.wait(elected, 15, "a controller")
+
+    def epoch(self, ctx: RunContext, b: int) -> int | None:
+        stat = ctx.zk().exists(f"/brokers/ids/{b}")
+        return stat.czxid if stat is not None else None
+
+    def prepare(self, ctx: RunContext, topic: str = TOPIC) -> tuple[int, int, int]:
+        """(controller, B, epoch E1 of B) once B follows ``topic``-0."""
+        c = self.controller(ctx)
+        b = min(x for x in self.brokers if x != c)
+        other = [x for x in self.brokers if x not in (c, b)]
+        ctx.invoke("admin", "create_topic", topic=topic, replicas={0: [c, b, *other]})
+        e1 = self.epoch(ctx, b)
+        ctx.step(f"1. controller is broker {c} ; created {topic}-0 replicas {[c, b, *other]} (leader {c}); "
+                 f"B = broker {b} with epoch E1 = czxid {e1}")
+        self.wait_follower(ctx, b, e1, topic=topic)
+        return c, b, e1
+
+    def wait_follower(self, ctx: RunContext, b: int, epoch: int | None, timeout: float = 10,
+                      topic: str = TOPIC) -> Any:
+        ev = ctx.wait_agent_event(
+            b, lambda e: (e.f == "control_recv" and e.value.get("kind") == "LeaderAndIsr"
+                          and e.value.get("outcome") == "applied" and e.value.get("broker_epoch") == epoch
+                          and f"{topic}-0" in (e.value.get("partitions") or [])), timeout,
+            f"broker {b} to follow {topic}-0 with epoch {epoch}")
+        if ev is not None:
+            ctx.step(f"   broker {b} applied LeaderAndIsr {ev.value.get('request_id')} (broker_epoch {epoch}): "
+                     f"follower of {topic}-0")
+        return ev
+
+    def restart(self, ctx: RunContext, b: int, e1: int | None) -> int | None:
+        """Clean stop (session closed, znode deleted) and start: a new incarnation with a new czxid."""
+        ctx.nemesis("bounce", "start", [ctx.node(b)])
+        e2 = ctx.wait(lambda: (e := self.epoch(ctx, b)) and e != e1 and e, 15, f"broker {b} to re-register")
+        if e2:
+            stat = ctx.zk().exists(f"/brokers/ids/{b}")
+            ctx.step(f"   broker {b} re-registered: epoch E2 = czxid {e2} (> E1 = {e1}), session "
+                     f"{hx(stat.ephemeralOwner if stat else None)}")
+        return e2
+
+
+class FastBounce(BounceBase):
+    def play(self, ctx: RunContext) -> None:
+        c, b, e1 = self.prepare(ctx)
+        ctx.nemesis("hold_controller", "start", [ctx.node(c)])
+        ctx.step(f"2. hold controller {c}'s event thread (BrokerChange events queue up)")
+        e2 = self.restart(ctx, b, e1)
+        ctx.step(f"3. restarted broker {b} while the controller was held: /brokers/ids/{b} czxid {e1} → {e2}, "
+                 "same id set")
+        ctx.nemesis("hold_controller", "stop", [ctx.node(c)])
+        t_release = time.time()
+        ctx.step(f"4. release controller {c}: it processes the queued BrokerChange events")
+        ev = self.wait_follower(ctx, b, e2 or -1, timeout=4)
+        if ev is None:
+            ctx.step(f"   broker {b} got no LeaderAndIsr with E2 = {e2}: its replica of {TOPIC}-0 stays offline")
+        ctx.sleep(t_release + 3.2 - time.time())  # bounce_handling's grace: 3 s to send LeaderAndIsr
+
+
+class StaleStopReplica(BounceBase):
+    def play(self, ctx: RunContext) -> None:
+        c, b, e1 = self.prepare(ctx)
+        done = ctx.invoke("admin", "controlled_shutdown", broker=b)
+        ctx.step(f"2. broker {b} sends ControlledShutdown(E1 = {e1}): error {done.value.get('error_code')}; the "
+                 "controller removes it from the ISR and sends StopReplica")
+        held = ctx.nemesis("delay_request", "start", [ctx.node(c)], kind="StopReplica", to=ctx.node(b),
+                           topic=TOPIC, partition=0)
+        req = (held.detail.get("held_requests") or {}).get(ctx.node(c), {}) if held else {}
+        ctx.step(f"   a StopReplica {req.get('request_id')} for {TOPIC}-0 with broker_epoch {req.get('broker_epoch')} "
+                 "is held back (delayed in the network)")
+        e2 = self.restart(ctx, b, e1)
+        ctx.step(f"3. broker {b} restarted: E2 = {e2}")
+        self.wait_follower(ctx, b, e2 or -1, timeout=10)
+        sent = ctx.nemesis("delay_request", "stop", [ctx.node(c)])
+        replies = (sent.detail.get("delivered") or {}).get(ctx.node(c), []) if sent else []
+        ctx.step(f"4. the held StopReplica {req.get('request_id')} (broker_epoch {req.get('broker_epoch')}) is "
+                 f"delivered to broker {b}: error {[r.get('error_code') for r in replies]}")
+        ctx.sleep(1.0)
+
+
+class StaleControlledShutdown(BounceBase):
+    def play(self, ctx: RunContext) -> None:
+        c, b, e1 = self.prepare(ctx)
+        ctx.step(f"2. broker {b} (E1 = {e1}) starts a ControlledShutdown whose reply is lost; it will be retried")
+        e2 = self.restart(ctx, b, e1)
+        ctx.step(f"3. broker {b} restarted: E2 = {e2}")
+        self.wait_follower(ctx, b, e2 or -1, timeout=10)
+        done = ctx.invoke("admin", "controlled_shutdown", broker=b, broker_epoch=e1)
+        ctx.step(f"4. the retried ControlledShutdown(E1 = {e1}) reaches controller {c}: error "
+                 f"{done.value.get('error_code')}, remaining leaders {done.value.get('remaining_partitions')}")
+        ctx.sleep(1.0)
+
+
+BUG = {"broker_epoch_check": "off"}
+FIXED = {"broker_epoch_check": "on"}
+THREE = [1, 2, 3]
+
+SCENARIOS = [
+    FastBounce(
+        id="KAFKA-7235-fast-bounce", title="KIP-380 (a): a fast bounce is missed, the broker's replicas stay offline",
+        jira="KAFKA-7235", story=__doc__ or "", checkers=["bounce_handling"], bug_toggles=BUG,
+        fixed_toggles=FIXED, brokers=THREE, needs_spark=True),
+    StaleStopReplica(
+        id="KAFKA-7235-stale-stopreplica",
+        title="KIP-380 (b): a StopReplica from before a bounce stops the new incarnation's follower",
+        jira="KAFKA-7235", story=__doc__ or "", checkers=["control_request_epochs"], bug_toggles=BUG,
+        fixed_toggles=FIXED, brokers=THREE, needs_spark=True),
+    StaleControlledShutdown(
+        id="KAFKA-7235-stale-shutdown",
+        title="KIP-380 (c): a retried ControlledShutdown from the old incarnation moves the live broker's replicas",
+        jira="KAFKA-7235", story=__doc__ or "", checkers=["controlled_shutdown_epochs"], bug_toggles=BUG,
+        fixed_toggles=FIXED, brokers=THREE, needs_spark=True),
+]

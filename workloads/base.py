@@ -1,0 +1,146 @@
+"""The workload protocol (Jepsen's client and generator), and the runner that records every
+operation in the history.
+
+* ``Op``: one client operation. The history gets an ``invoke`` event, then one completion:
+  ``ok`` (it happened), ``fail`` (it certainly did not) or ``info`` (unknown: a timeout, a lost
+  reply). Its fields go in the event's ``value``.
+* ``Client``: ``open(ctx, process)`` binds a client to a logical process, ``invoke(op)`` performs
+  one op and returns its completion, ``close()``. A client never writes events: the runner does.
+* ``Generator``: pure: the next op for a process at a time since the start, or ``None`` when that
+  process is done. No I/O, no clock: the runner passes the time in, so generators test on plain data.
+* ``Workload``: a name, a client, a generator, how many processes run it, and the checkers that
+  read its operations.
+
+A process whose op ends ``info`` may still have that op in flight, so it never issues another:
+the runner retires it and continues with a new process number (``process + concurrency``), as
+Jepsen does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+OK, FAIL, INFO = "ok", "fail", "info"
+
+
+@dataclass(slots=True)
+class Op:
+    f: str
+    value: dict[str, Any] = field(default_factory=dict)
+    process: int | str | None = None
+    type: str = "invoke"  # invoke | ok | fail | info
+
+    def complete(self, type: str, **fields: Any) -> Op:
+        """This op's completion, with ``fields`` added to its value (an offset, an error)."""
+        if type not in (OK, FAIL, INFO):
+            raise ValueError(f"a completion is ok, fail or info, not {type!r}")
+        return replace(self, type=type, value={**self.value, **fields})
+
+
+class Client(Protocol):
+    def open(self, ctx: Any, process: int | str) -> Client: ...
+
+    def invoke(self, op: Op) -> Op: ...
+
+    def close(self) -> None: ...
+
+
+class Generator(Protocol):
+    def next_op(self, process: int, elapsed: float) -> Op | None: ...
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    client: Client | None = None  # None: the workload issues no operation
+    generator: Generator | None = None
+    concurrency: int = 0
+    checkers: tuple[str, ...] = ()  # checker names that read this workload's operations
+
+
+NONE = Workload("none")
+
+
+class OpRecorder:
+    """Writes an op's invoke and completion events. A client that raises is an ``info``: its op
+    may or may not have happened."""
+
+    def __init__(self, events: Any) -> None:
+        self.events = events
+
+    def invoke(self, client: Client, op: Op) -> Op:
+        op = replace(op, type="invoke")
+        self.events.emit(op.f, type="invoke", process=op.process, **op.value)
+        try:
+            done = client.invoke(op)
+        except Exception as e:  # noqa: BLE001 - an unexpected client error leaves the outcome unknown
+            done = op.complete(INFO, error=f"{type(e).__name__}: {e}")
+        self.events.emit(done.f, type=done.type, process=done.process, **done.value)
+        return done
+
+
+class WorkloadRunner:
+    """Drives a workload's generator through its clients, one thread per process, until the time
+    limit or until every process is done. ``counts`` holds ok/fail/info totals for the live line."""
+
+    def __init__(self, workload: Workload, ctx: Any, events: Any) -> None:
+        self.workload = workload
+        self.ctx = ctx
+        self.recorder = OpRecorder(events)
+        self.counts = {OK: 0, FAIL: 0, INFO: 0}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.errors: list[str] = []
+
+    def start(self, time_limit: float) -> None:
+        w = self.workload
+        if w.client is None or w.generator is None or w.concurrency <= 0:
+            return
+        t0 = time.monotonic()
+        for slot in range(w.concurrency):
+            t = threading.Thread(target=self._worker, args=(slot, t0, time_limit), name=f"client-{slot}",
+                                 daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _worker(self, process: int, t0: float, time_limit: float) -> None:
+        w = self.workload
+        assert w.client is not None and w.generator is not None
+        client: Client | None = None
+        try:
+            while not self._stop.is_set() and (elapsed := time.monotonic() - t0) < time_limit:
+                op = w.generator.next_op(process, elapsed)
+                if op is None:
+                    return
+                if client is None:
+                    client = w.client.open(self.ctx, process)
+                done = self.recorder.invoke(client, replace(op, process=process))
+                with self._lock:
+                    self.counts[done.type] += 1
+                if done.type == INFO:  # the op may still be in flight: this process is retired
+                    client.close()
+                    client = None
+                    process += w.concurrency
+        except Exception as e:  # noqa: BLE001 - reported with the run; the other processes go on
+            self.errors.append(f"process {process}: {type(e).__name__}: {e}")
+        finally:
+            if client is not None:
+                client.close()
+
+    def join(self, timeout: float = 30.0) -> None:
+        """Wait for every process to finish (its generator done or the time limit reached)."""
+        for t in self._threads:
+            t.join(timeout)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """No new op after this; ops in flight complete."""
+        self._stop.set()
+        self.join(timeout)
+
+    def summary(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.counts)
