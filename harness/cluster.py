@@ -357,10 +357,11 @@ class Cluster:
         """SIGTERM every agent (sessions close cleanly), SIGKILL after the grace period."""
         on_nodes(list(self.agents.values()), lambda a: a.stop())
 
-    def retire_agents(self) -> None:
-        """The run is over for its agents (stopped, collected): SIGKILL any that survived the stop
-        and forget them, so no nemesis heal restarts them."""
-        on_nodes(list(self.agents.values()), lambda a: a.kill())
+    def retire_agents(self, kill: bool = False) -> None:
+        """The run is over for its agents (stopped, collected): forget them, so no nemesis heal
+        restarts them; ``kill`` first when stopping them may have failed."""
+        if kill:
+            on_nodes(list(self.agents.values()), lambda a: a.kill())
         self.agents.clear()
 
     def kill_agents(self) -> None:

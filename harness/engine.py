@@ -15,7 +15,7 @@ Every command that runs anything (``run``, ``hunt``, ``repro``) goes through ``E
    to ``results.json``; the outcome compared with the test's expectation.
 
 Teardown (nemesis heal, observer, per-run proxies, the cluster unless kept warm) is guaranteed on
-success, error and Ctrl-C/SIGTERM. The effects (cluster, observer, checkers) are injectable so the
+success, error and Ctrl-C/SIGTERM. Its effects on the world (``harness.effects``) are injectable so the
 engine is unit-tested with fakes.
 """
 
@@ -38,6 +38,7 @@ from typing import Any
 from rich.console import Console
 
 from harness.components import live
+from harness.effects import Effects
 from harness.errors import exit_code_for
 from harness.inventory import Inventory
 from harness.spec import ANOMALY, TestSpec
@@ -93,23 +94,6 @@ class RunOutcome:
     @property
     def exit_code(self) -> int:
         return exit_code_for(self.valid)
-
-
-@dataclass
-class Effects:
-    """What the engine does to the world; unit tests pass fakes."""
-
-    cluster: Callable[[Inventory, Path, str, Callable[[str], None]], Any]
-    observer: Callable[[Any, list[int], EventWriter], Any]
-    nemeses: Callable[[Any, TestSpec, Any], list[Any]]  # (cluster, spec, per-run wire proxy or None)
-    wire_proxy: Callable[[Any, Path, str], Any]
-    check: Callable[[Any, str, TestSpec], dict[str, Any]]
-    prepare_check: Callable[[Any, TestSpec], None] = lambda engine, spec: None  # noqa: E731
-
-    @staticmethod
-    def real() -> Effects:
-        return Effects(_real_cluster, _real_observer, default_nemeses, _real_wire_proxy, _real_check,
-                       _warm_spark_unless_local)
 
 
 class Engine:
@@ -309,22 +293,24 @@ class Engine:
              writers: dict[str, EventWriter], run_dir: Path) -> None:
         """Stop the agents first and retire them from the cluster (the nemesis heal then leaves them
         down: their run is over), collect, then heal."""
-        steps: list[tuple[str, Callable[[], Any]]] = [
-            ("agents", cluster.kill_agents if spec.agents_end == "kill" else cluster.stop_agents),
-            ("collect", lambda: cluster.collect(run_dir)),
-            ("retire agents", cluster.retire_agents),
-            ("nemesis", runner.teardown),
-            ("observer", observer.stop),
-        ]
+        stopped = self._attempt("agents", cluster.kill_agents if spec.agents_end == "kill" else cluster.stop_agents)
+        self._attempt("collect", lambda: cluster.collect(run_dir))
+        self._attempt("retire agents", lambda: cluster.retire_agents(kill=not stopped))
+        self._attempt("nemesis", runner.teardown)
+        self._attempt("observer", observer.stop)
         if proxy is not None:
-            steps.append(("wire proxy", proxy.stop))
-        for what, fn in steps:
-            try:
-                fn()
-            except Exception as e:  # noqa: BLE001 - the rest of the teardown still runs
-                self.say(f"  [red]{what}[/] {type(e).__name__}: {e}")
+            self._attempt("wire proxy", proxy.stop)
         for w in writers.values():
             w.close()
+
+    def _attempt(self, what: str, fn: Callable[[], Any]) -> bool:
+        """One teardown step: a failure is reported and the rest of the teardown still runs."""
+        try:
+            fn()
+            return True
+        except Exception as e:  # noqa: BLE001
+            self.say(f"  [red]{what}[/] {type(e).__name__}: {e}")
+            return False
 
     def _play(self, ctx: RunContext, workload: WorkloadRunner) -> None:
         """The schedule's steps at their times (steps past the limit still run) while clients run."""
@@ -438,56 +424,6 @@ class RunContext:
         if ev is None:
             self.step(f"gave up waiting for {what} after {timeout:.1f}s")
         return ev
-
-
-# -- the real effects ------------------------------------------------------------------------------
-def _real_cluster(inv: Inventory, scratch: Path, run_id: str, log: Callable[[str], None]) -> Any:
-    from harness.cluster import Cluster
-
-    return Cluster(inv, scratch, run_id, log=log)
-
-
-def _real_observer(cluster: Any, brokers: list[int], events: EventWriter) -> Any:
-    from harness.observer import BrokerObserver
-
-    return BrokerObserver(cluster.ensemble.connect_string, brokers, events)
-
-
-def _real_wire_proxy(cluster: Any, events: Path, run_id: str) -> Any:
-    from nemesis.zkproxy import ProxyProcess
-
-    proxy = ProxyProcess([m.client_address for m in cluster.ensemble.members], events,
-                         Path(cluster.scratch) / f"zkproxy-{run_id}", listen_host=cluster.inv.toxiproxy.host,
-                         run=run_id)
-    proxy.start()
-    return proxy
-
-
-def default_nemeses(cluster: Any, spec: TestSpec, proxy: Any = None) -> list[Any]:
-    from nemesis.registry import default_nemeses as catalogue
-
-    nemeses = catalogue()
-    wire = proxy if proxy is not None else getattr(cluster, "zkproxy", None)
-    if wire is not None:
-        from nemesis.zkproxy_faults import ZkProxyNemesis
-
-        nemeses.append(ZkProxyNemesis(wire.client))
-    return nemeses
-
-
-def _warm_spark_unless_local(engine: Engine, spec: TestSpec) -> None:
-    if not spec.local_check:
-        engine.warm_spark()  # the JVM starts while the cluster comes up
-
-
-def _real_check(engine: Engine, history: str, spec: TestSpec) -> dict[str, Any]:
-    from checkers.project import check_histories
-
-    names = spec.checkers
-    where = "locally" if spec.local_check else f"on Spark ({engine.spark_master or 'local[*]'})"
-    with engine.console.status(f"check {where}: {', '.join(names) if names else 'every checker'}"):
-        return check_histories([history], spark=engine.spark, names=names, margin_ms=spec.margin_ms,
-                               local=spec.local_check)[history]
 
 
 # -- helpers ---------------------------------------------------------------------------------------

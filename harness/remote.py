@@ -103,26 +103,26 @@ class ProcessControl:
         return res.ok
 
     def signal_pidfile(self, pidfile: str, sig: str) -> bool:
-        pid = self.pid(pidfile)
-        return pid is not None and self.signal(pid, sig)
+        """Signal the process (group) of ``pidfile`` in one remote command; False when none."""
+        pf = shlex.quote(pidfile)
+        res = self.remote.run(f"test -f {pf} && p=$(cat {pf}) && "
+                              f"(kill -{sig} -- -$p 2>/dev/null || kill -{sig} $p 2>/dev/null)", timeout=10)
+        return res.ok
 
     def stop(self, pidfile: str, grace: float = 5.0) -> bool:
         """SIGCONT and SIGTERM, wait up to ``grace``, then SIGKILL. True if something was running."""
         pid = self.pid(pidfile)
         if pid is None or self._pid_state(pid) is ProcState.STOPPED:
             return False
-        self.signal(pid, "CONT")  # a paused process cannot act on SIGTERM
-        self.signal(pid, "TERM")
+        # a paused process cannot act on SIGTERM
+        self.remote.run(f"kill -CONT -- -{pid} 2>/dev/null; kill -TERM -- -{pid} 2>/dev/null || "
+                        f"kill -TERM {pid} 2>/dev/null", timeout=10)
         if not wait_until(lambda: self._pid_state(pid) is ProcState.STOPPED, grace):
             self.signal(pid, "KILL")
         return True
 
     def kill(self, pidfile: str) -> bool:
-        pid = self.pid(pidfile)
-        if pid is None or self._pid_state(pid) is ProcState.STOPPED:
-            return False
-        self.signal(pid, "KILL")
-        return True
+        return self.signal_pidfile(pidfile, "KILL")
 
 
 class SSHRemote:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.components import Component, ProcState
+from harness.remote import on_nodes
 from nemesis.ops import FaultOp
 
 PROCESS_FAULTS = frozenset({"kill", "pause", "shutdown", "bounce", "fast_bounce", "wipe"})
@@ -92,7 +93,9 @@ class ProcessNemesis:
 
     def heal(self) -> dict[str, Any]:
         comps = self._components()
-        resumed = [name for name, c in comps.items() if _quietly(c.resume)]
+        names = list(comps)
+        sent = on_nodes([comps[n] for n in names], lambda c: _quietly(c.resume))
+        resumed = [n for n, ok in zip(names, sent, strict=True) if ok]
         self.paused.clear()
         restarted, errors = [], {}
         for name in sorted(self.down):

@@ -16,7 +16,7 @@ from pathlib import Path
 from agent.config import AgentConfig
 from harness.components.process import RemoteProcess
 from harness.inventory import NodeSpec
-from harness.remote import Remote, RemoteError
+from harness.remote import Remote
 from harness.wait import wait_until
 from history import Event, read_events
 
@@ -85,21 +85,8 @@ class AgentProcess(RemoteProcess):
         """Empty the agent's data directory (its replica logs): a broker with a new, empty disk."""
         self.remote.run(f"rm -rf {shlex.quote(self.data_dir)} && mkdir -p {shlex.quote(self.data_dir)}", check=True)
 
-    def logs(self, dest: Path) -> list[Path]:
-        local = dest / f"{self.node.name}-agent.log"
-        try:
-            self.remote.get(self.logfile, local)
-        except (OSError, RemoteError):
-            return []
-        return [local]
-
     def collect_events(self, dest: Path) -> Path | None:
-        local = dest / f"agent-{self.broker_id}.jsonl"
-        try:
-            self.remote.get(self.events_path, local)
-        except (OSError, RemoteError):
-            return None
-        return local
+        return self.download(self.events_path, dest / f"agent-{self.broker_id}.jsonl")
 
     def events(self) -> list[Event]:
         """Download and parse this agent's events so far."""

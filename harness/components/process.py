@@ -58,12 +58,16 @@ class RemoteProcess:
         raise Unsupported(f"{self.name}: a {self.role} keeps no data to wipe")
 
     def logs(self, dest: Path) -> list[Path]:
-        local = dest / f"{self.name}-{self.role}.log"
+        local = self.download(self.logfile, dest / f"{self.name}-{self.role}.log")
+        return [local] if local is not None else []
+
+    def download(self, remote_path: str, local: Path) -> Path | None:
+        """Copy a file of this process's node here; None when it cannot be had (not written yet)."""
         try:
-            self.remote.get(self.logfile, local)
+            self.remote.get(remote_path, local)
         except (OSError, RemoteError):
-            return []
-        return [local]
+            return None
+        return local
 
 
 class LocalProcess:

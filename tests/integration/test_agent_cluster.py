@@ -20,6 +20,12 @@ WAIT = 40.0
 _DIAG: list[Callable[[], str]] = []
 
 
+def bounce(agent: Any) -> None:
+    """SIGTERM (a clean stop: the agent's controlled shutdown, its session closed), then start."""
+    agent.stop()
+    agent.start()
+
+
 def wait_for(pred: Callable[[], Any], what: str, timeout: float = WAIT, poll: float = 0.1) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -148,7 +154,7 @@ def test_kafka_7235_stale_stop_replica_and_controlled_shutdown(env, mode):
     b = env.others(c)[0]
     env.create_topic({0: [c, b]})
     e1 = env.epoch(b)
-    env.c.agent(b).bounce()  # SIGTERM: controlled shutdown (StopReplica(E1) to b), then restart
+    bounce(env.c.agent(b))  # SIGTERM: controlled shutdown (StopReplica(E1) to b), then restart
     e2 = wait_for(lambda: env.admin(b).state()["registered"] and env.epoch(b) > e1 and env.epoch(b), "b re-registered")
     wait_for(lambda: env.part(b).get("role") == "follower", "b follows t-0 again")
     stored = [r for r in env.admin(c).call("debug_requests")["requests"]
@@ -178,7 +184,7 @@ def test_kafka_7235_fast_bounce_while_controller_held(env, mode):
     e1 = env.epoch(b)
     base_c, base_b = env.seq(c), env.seq(b)
     env.admin(c).hold()
-    env.c.agent(b).bounce()
+    bounce(env.c.agent(b))
     e2 = wait_for(lambda: env.admin(b).state()["registered"] and env.epoch(b) > e1 and env.epoch(b), "b back")
     env.admin(c).release()
     changes = wait_for(lambda: [e for e in env.events(c, base_c, "broker_change") if e.value["reason"] == "watch"],
@@ -257,7 +263,7 @@ def test_max_broker_epoch_shared_payload_and_fencing(env):
     old = env.admin(c).call("debug_build", kind="UpdateMetadata", target=b)["request"]
     assert old["broker_epoch"] == -1 and old["max_broker_epoch"] == max(env.epoch(x) for x in env.ids)
     e1 = env.epoch(b)
-    env.c.agent(b).bounce()
+    bounce(env.c.agent(b))
     e2 = wait_for(lambda: env.admin(b).state()["registered"] and env.epoch(b) > e1 and env.epoch(b), "b back")
     wait_for(lambda: env.admin(c).state()["controller"]["live"].get(str(b)) == e2, "controller saw the bounce")
     assert env.admin(c).call("debug_send", request_id=old["request_id"], target=b)["error_code"] == 77

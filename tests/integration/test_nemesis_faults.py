@@ -40,6 +40,21 @@ def _wait(pred, timeout: float, poll: float = 0.3):
     return pred()
 
 
+def _has_znode(address: str, path: str) -> bool:
+    """Whether one server alone (no failover to another) serves ``path``."""
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=address, timeout=5, read_only=False)
+    try:
+        zk.start(timeout=5)
+        return zk.exists(path) is not None
+    except Exception:  # noqa: BLE001 - not serving yet
+        return False
+    finally:
+        zk.stop()
+        zk.close()
+
+
 def test_partition_isolates_agent_and_heal_removes_every_toxic(cluster, runner):
     agent = cluster.agent(1)
     before = agent.events()
@@ -88,11 +103,15 @@ def test_kill_and_pause_zookeeper_and_agent_then_heal(cluster, runner):
     # (Kafka's NODEEXISTS at startup), so only the restart itself is asserted here
     assert runner.invoke(FaultOp("fast_bounce", "start", ["b3"], {}))
     assert agent3.proc.pid(agent3.pidfile) != old_pid  # it may exit at once on NODEEXISTS, as Kafka does
-    assert not runner.invoke(FaultOp("wipe", "start", ["zk1"], {}))  # refused: recorded as info, no raise
+    # a ZooKeeper server whose snapshots and logs are deleted rejoins and is resynced by the quorum
+    wiped = runner.invoke(FaultOp("wipe", "start", ["zk1"], {}))
+    assert wiped and wiped.detail["result"] == {"zk1": "wiped"}
 
     runner.heal("test")
     assert leader.state() is ProcState.RUNNING
     assert not agent2.remote.run(f"ps -o stat= -p {pid}").stdout.strip().startswith("T")
     assert cluster.ensemble.wait_ready(timeout=60)
     assert cluster.wait_registered([1, 2], timeout=60)
+    zk1 = next(m for m in cluster.ensemble.members if m.name == "zk1")
+    assert _wait(lambda: _has_znode(zk1.client_address, "/brokers/ids/1"), 30), "the wiped server was not resynced"
     assert cluster.agent(1).state() is cluster.agent(2).state() is ProcState.RUNNING

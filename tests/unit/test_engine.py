@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 
 from harness.components import ProcState
-from harness.engine import Effects, Engine
+from harness.effects import Effects
+from harness.engine import Engine
 from harness.inventory import load_inventory
 from harness.spec import ANOMALY, Expectation, TestSpec
 from history import EventWriter, read_events
@@ -83,7 +84,7 @@ class FakeCluster:
     def kill_agents(self) -> None:
         self.calls.append("kill_agents")
 
-    def retire_agents(self) -> None:
+    def retire_agents(self, kill: bool = False) -> None:
         self.calls.append("retire_agents")
 
     def collect(self, run_dir: Path) -> None:

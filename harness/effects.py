@@ -1,0 +1,79 @@
+"""The engine's effects on the world, behind one small seam so the engine is unit-tested with fakes:
+starting a cluster, the observer, the nemeses, a per-run wire proxy, and the checkers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.inventory import Inventory
+from harness.spec import TestSpec
+from history import EventWriter
+
+
+@dataclass
+class Effects:
+    """What the engine does to the world; unit tests pass fakes."""
+
+    cluster: Callable[[Inventory, Path, str, Callable[[str], None]], Any]
+    observer: Callable[[Any, list[int], EventWriter], Any]
+    nemeses: Callable[[Any, TestSpec, Any], list[Any]]  # (cluster, spec, per-run wire proxy or None)
+    wire_proxy: Callable[[Any, Path, str], Any]
+    check: Callable[[Any, str, TestSpec], dict[str, Any]]  # (engine, history path, spec) → result
+    prepare_check: Callable[[Any, TestSpec], None] = lambda engine, spec: None  # noqa: E731 - (engine, spec)
+
+    @staticmethod
+    def real() -> Effects:
+        return Effects(_real_cluster, _real_observer, _real_nemeses, _real_wire_proxy, _real_check,
+                       _warm_spark_unless_local)
+
+
+def _real_cluster(inv: Inventory, scratch: Path, run_id: str, log: Callable[[str], None]) -> Any:
+    from harness.cluster import Cluster
+
+    return Cluster(inv, scratch, run_id, log=log)
+
+
+def _real_observer(cluster: Any, brokers: list[int], events: EventWriter) -> Any:
+    from harness.observer import BrokerObserver
+
+    return BrokerObserver(cluster.ensemble.connect_string, brokers, events)
+
+
+def _real_wire_proxy(cluster: Any, events: Path, run_id: str) -> Any:
+    from nemesis.zkproxy import ProxyProcess
+
+    proxy = ProxyProcess([m.client_address for m in cluster.ensemble.members], events,
+                         Path(cluster.scratch) / f"zkproxy-{run_id}", listen_host=cluster.inv.toxiproxy.host,
+                         run=run_id)
+    proxy.start()
+    return proxy
+
+
+def _real_nemeses(cluster: Any, spec: TestSpec, proxy: Any = None) -> list[Any]:
+    from nemesis.registry import default_nemeses as catalogue
+
+    nemeses = catalogue()
+    wire = proxy if proxy is not None else getattr(cluster, "zkproxy", None)
+    if wire is not None:
+        from nemesis.zkproxy_faults import ZkProxyNemesis
+
+        nemeses.append(ZkProxyNemesis(wire.client))
+    return nemeses
+
+
+def _warm_spark_unless_local(engine: Any, spec: TestSpec) -> None:
+    if not spec.local_check:
+        engine.warm_spark()  # the JVM starts while the cluster comes up
+
+
+def _real_check(engine: Any, history: str, spec: TestSpec) -> dict[str, Any]:
+    from checkers.project import check_histories
+
+    names = spec.checkers
+    where = "locally" if spec.local_check else f"on Spark ({engine.spark_master or 'local[*]'})"
+    with engine.console.status(f"check {where}: {', '.join(names) if names else 'every checker'}"):
+        return check_histories([history], spark=engine.spark, names=names, margin_ms=spec.margin_ms,
+                               local=spec.local_check)[history]
