@@ -54,6 +54,40 @@ def _resolve(raw: str) -> tuple[Path, Path | None]:
     return p, None
 
 
+def _skip(path: str, why: str, total: int) -> dict[str, Any]:
+    """A path that cannot be checked: alone it is bad input; among others it is skipped with a
+    one-line warning and reported unknown, and the others are still checked."""
+    if total == 1:
+        raise UsageError(why)
+    print(f"harness check: skipping {path}: {why}", file=sys.stderr)
+    return {"path": path, "format": "-", "valid": "unknown", "anomalies": [], "stats": {}, "error": why}
+
+
+def _check_project(jsonl: list[str], spark: Any, total: int, skipped: list[dict[str, Any]]) -> dict[str, Result]:
+    """The project checkers over ``jsonl``; when a history is malformed and others were given, the
+    malformed ones are skipped (found by the plain reader, which names file and line) and the rest
+    checked."""
+    from checkers import project
+    from history import HistoryFormatError, read_records
+
+    try:
+        return project.check_histories(jsonl, spark=spark)
+    except UsageError:
+        if total == 1:
+            raise
+        good = []
+        for path in jsonl:
+            try:
+                for _ in read_records(path):
+                    pass
+                good.append(path)
+            except HistoryFormatError as e:
+                skipped.append(_skip(path, str(e), total))
+        if len(good) == len(jsonl):
+            raise
+        return project.check_histories(good, spark=spark) if good else {}
+
+
 def run(args: argparse.Namespace) -> int:
     from checkers import models, parsers
 
@@ -61,13 +95,20 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--budget-seconds must be positive")
     if args.model is not None and args.model not in models.MODELS:
         raise UsageError(f"--model {args.model!r}: one of {', '.join(sorted(models.MODELS))}")
-    resolved = [_resolve(raw) for raw in args.paths]
+    resolved: list[tuple[Path, Path | None]] = []
     fmts: list[str] = []
-    for hist, _ in resolved:
+    skipped: list[dict[str, Any]] = []
+    for raw in args.paths:
         try:
-            fmts.append(args.format or parsers.detect_format(hist))
-        except ParseError as e:
-            raise UsageError(str(e)) from None
+            hist, store = _resolve(raw)
+            fmt = args.format or parsers.detect_format(hist)
+        except (UsageError, ParseError) as e:
+            skipped.append(_skip(raw, str(e), len(args.paths)))
+            continue
+        resolved.append((hist, store))
+        fmts.append(fmt)
+    if not resolved:
+        raise UsageError(f"none of the {len(args.paths)} paths can be checked (each is named above)")
     need_spark = any(f == "jsonl" for f in fmts) or not args.local
     warm = None
     if need_spark:
@@ -83,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             fmt, ops = parsers.load(hist, fmt)
         except (ParseError, OSError) as e:
-            raise UsageError(str(e)) from None
+            skipped.append(_skip(str(hist), str(e), len(args.paths)))
+            continue
         refs.append((str(hist), ops, models.make_model(args.model or parsers.default_model(fmt, ops))))
     spark = warm.result() if warm is not None else None
 
@@ -94,17 +136,17 @@ def run(args: argparse.Namespace) -> int:
         results.update(check_histories(refs, None if args.local else spark, budget_seconds=args.budget_seconds))
     jsonl = [str(h) for (h, _), f in zip(resolved, fmts, strict=True) if f == "jsonl"]
     if jsonl:
-        from checkers import project
-
         if args.parquet:
             from checkers.events_df import write_parquet
 
             write_parquet(spark, jsonl, args.parquet)
-        results.update(project.check_histories(jsonl, spark=spark))
+        results.update(_check_project(jsonl, spark, len(args.paths), skipped))
     wall = time.monotonic() - t0
 
-    rows = []
+    rows = list(skipped)
     for (hist, store), fmt in zip(resolved, fmts, strict=True):
+        if str(hist) not in results:  # skipped above: its row is already there
+            continue
         r = results[str(hist)]
         row = {"path": str(store or hist), "format": fmt, **r}
         rows.append(row)

@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, UsageError
+from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, RunInterrupted, UsageError
 
 COMMAND_MODULES = (
     "harness.commands.run",
@@ -51,14 +51,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"harness: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("harness: interrupted; everything started was torn down", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        done = f"; partial history checked ({_verdict(e.valid)}): {e.run_dir}" if isinstance(e, RunInterrupted) else ""
+        print(f"harness: interrupted; everything started was torn down{done}", file=sys.stderr)
         return 130
     except Exception:  # noqa: BLE001 - a crash is exit 255 with the traceback, like Jepsen
         import traceback
 
         traceback.print_exc()
         return EXIT_CRASH
+
+
+def _verdict(valid: bool | str) -> str:
+    return "valid" if valid is True else "invalid" if valid is False else "unknown"
 
 
 if __name__ == "__main__":

@@ -74,10 +74,14 @@ class RunState:
     local_pids: list[int] = field(default_factory=list)
     node_pidfiles: dict[str, list[str]] = field(default_factory=dict)
     node_workdirs: dict[str, str] = field(default_factory=dict)
+    # Where the current run's history goes, and each agent's event file on its node
+    # (node → [remote path, local file name]): `harness teardown` salvages them after a crash.
+    run_dir: str | None = None
+    agent_events: dict[str, list[str]] = field(default_factory=dict)
     # The control-node process that owns the run: `harness teardown` leaves live runs alone.
     owner_pid: int = field(default_factory=os.getpid)
     owner_start: int | None = field(default_factory=lambda: process_start_time(os.getpid()))
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def save(self) -> None:
         with self._lock:
@@ -88,10 +92,16 @@ class RunState:
             tmp.replace(state_path(self.run_id))
 
     def add_pidfile(self, node: str, pidfile: str) -> None:
-        self.node_pidfiles.setdefault(node, [])
-        if pidfile not in self.node_pidfiles[node]:
-            self.node_pidfiles[node].append(pidfile)
-        self.save()
+        with self._lock:  # agents start in parallel threads
+            self.node_pidfiles.setdefault(node, [])
+            if pidfile not in self.node_pidfiles[node]:
+                self.node_pidfiles[node].append(pidfile)
+            self.save()
+
+    def add_agent_events(self, node: str, remote_path: str, local_name: str) -> None:
+        with self._lock:
+            self.agent_events[node] = [remote_path, local_name]
+            self.save()
 
     def remove(self) -> None:
         state_path(self.run_id).unlink(missing_ok=True)
@@ -292,7 +302,7 @@ class Cluster:
             for k, v in (config_overrides or {}).get(node.broker_id, {}).items():  # type: ignore[arg-type]
                 setattr(cfg, k, v)
             agent = AgentProcess(node, self.remotes[node.name], self.node_workdir(node), self.node_python,
-                                 self.scratch / "peek", on_start=lambda a: self.state.add_pidfile(a.name, a.pidfile))
+                                 self.scratch / "peek", on_start=self._record_agent)
             agent.install(self._bundle)  # type: ignore[arg-type]
             agent.write_config(cfg)
             agent.start()
@@ -302,6 +312,17 @@ class Cluster:
         for a in started:
             self.agents[a.broker_id] = a
         return started
+
+    def _record_agent(self, agent: AgentProcess) -> None:
+        """Before the process exists: what `harness teardown` needs to stop it and salvage its events."""
+        self.state.add_pidfile(agent.name, agent.pidfile)
+        self.state.add_agent_events(agent.name, agent.events_path, f"agent-{agent.broker_id}.jsonl")
+
+    def record_run_dir(self, run_dir: Path) -> None:
+        """The run now playing on this cluster (a warm cluster plays several)."""
+        self.state.run_dir = str(run_dir)
+        self.state.agent_events.clear()
+        self.state.save()
 
     def agent(self, broker_id: int) -> AgentProcess:
         return self.agents[broker_id]

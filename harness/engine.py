@@ -39,7 +39,7 @@ from rich.console import Console
 
 from harness.components import live
 from harness.effects import Effects
-from harness.errors import exit_code_for
+from harness.errors import RunInterrupted, exit_code_for
 from harness.inventory import Inventory
 from harness.spec import ANOMALY, TestSpec
 from harness.store import new_run_dir, write_json
@@ -208,24 +208,36 @@ class Engine:
         self.effects.prepare_check(self, spec)
         events_dir = run_dir / "events"
         phases: dict[str, float] = {}
-        lap = _lap(phases)
+        lap = _Lap(phases)
         error: str | None = None
         ops: dict[str, int] = {}
+        interrupted: str | None = None
         with _sigterm_as_interrupt():
             try:
                 cluster = self.up(spec, events_dir / "zkproxy.jsonl" if spec.zkproxy == "all" else None)
                 cluster.run_id = run_id
+                cluster.record_run_dir(run_dir)  # `harness teardown` salvages events into it after a crash
                 error, ops = self._run_phases(cluster, spec, run_id, run_dir, lap)
+            except KeyboardInterrupt:
+                interrupted = f"interrupted during {_current_phase(phases)}"
+                error = interrupted
             finally:
-                if not self.keep_warm:
+                if not self.keep_warm or interrupted:
                     self._drop_cluster()
+        if interrupted:
+            self.say(f"[bold yellow]{interrupted}[/]: healed and torn down; checking the partial history")
         sources = [read_events(p) for p in sorted(events_dir.glob("*.jsonl"))]
         n = write_history(merge(sources), run_dir / "history.jsonl")
         lap("collect")
         self.say(f"[bold]collect[/] {n} events → {run_dir / 'history.jsonl'}")
-        results = self.effects.check(self, str(run_dir / "history.jsonl"), spec)
+        if n:
+            results = self.effects.check(self, str(run_dir / "history.jsonl"), spec)
+        else:
+            results = {"valid": "unknown", "checkers": {}, "anomalies": [], "stats": {"events": 0}}
         if ops:
             results.setdefault("stats", {})["client_ops"] = ops
+        if interrupted:
+            results["interrupted"] = interrupted
         write_json(run_dir / "results.json", results)
         lap("check")
         outcome = RunOutcome(spec, run_dir, results, error, time.monotonic() - t_start, phases, ops)
@@ -233,10 +245,12 @@ class Engine:
             write_json(run_dir / "outcome.json", {"expected": spec.expect.describe(), "matched": outcome.matched,
                                                   "reproduced": outcome.reproduced, "verdicts": outcome.verdicts,
                                                   "error": error})
+        if interrupted:
+            raise RunInterrupted(str(run_dir), outcome.valid)
         return outcome
 
     def _run_phases(self, cluster: Any, spec: TestSpec, run_id: str, run_dir: Path,
-                    lap: Callable[[str], None]) -> tuple[str | None, dict[str, int]]:
+                    lap: _Lap) -> tuple[str | None, dict[str, int]]:
         events_dir = run_dir / "events"
         writers = {src: EventWriter(events_dir / f"{src}.jsonl", src, run_id)
                    for src in ("harness", "nemesis", "observer", "client")}
@@ -282,6 +296,9 @@ class Engine:
             error = f"{type(e).__name__}: {e}"
             writers["harness"].emit("run_error", error=error)
             self.say(f"  [red]error[/] {error}")
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: recorded, then collected and healed below
+            writers["harness"].emit("run_interrupted", reason=f"interrupted during {_current_phase(lap.phases)}")
+            raise
         finally:
             if workload is not None:
                 workload.stop()
@@ -435,15 +452,24 @@ def _try_delete(zk: Any, path: str) -> bool:
         return False
 
 
-def _lap(phases: dict[str, float]) -> Callable[[str], None]:
-    mark = [time.monotonic()]
+class _Lap:
+    """Times the run's phases into ``phases`` (``lap("setup")`` ends the setup phase)."""
 
-    def lap(name: str) -> None:
+    def __init__(self, phases: dict[str, float]) -> None:
+        self.phases = phases
+        self._mark = time.monotonic()
+
+    def __call__(self, name: str) -> None:
         now = time.monotonic()
-        phases[name] = round(now - mark[0], 2)
-        mark[0] = now
+        self.phases[name] = round(now - self._mark, 2)
+        self._mark = now
 
-    return lap
+PHASES = ("setup", "play", "recover", "collect", "check")
+
+
+def _current_phase(done: dict[str, float]) -> str:
+    """The phase a run is in, from the phases it has finished."""
+    return next((p for p in PHASES if p not in done), "check")
 
 
 @contextmanager

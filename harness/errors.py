@@ -17,3 +17,13 @@ def exit_code_for(valid: bool | str) -> int:
     if valid is False:
         return EXIT_INVALID
     return EXIT_UNKNOWN
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """SIGINT/SIGTERM stopped a run after its partial history was collected and checked: callers
+    unwind as from Ctrl-C (exit 130), and the message says where the run and its verdict are."""
+
+    def __init__(self, run_dir: str, valid: bool | str) -> None:
+        super().__init__(run_dir)
+        self.run_dir = run_dir
+        self.valid = valid

@@ -189,6 +189,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
           open=True),
     _kind("run_end", HARNESS, "event", "live_brokers"),
     _kind("run_error", HARNESS, "event", "error"),
+    _kind("run_interrupted", HARNESS, "event", "reason"),
     _kind("repro_step", HARNESS, "event", "what", open=True),
     # --- the nemesis: one kind per fault, and heal --------------------------------------------------------
     *(_kind(f, NEMESIS, "info", _FAULT_FIELDS, open=True) for f in FAULTS),

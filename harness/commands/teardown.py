@@ -9,7 +9,8 @@ import shutil
 from pathlib import Path
 
 from harness.cluster import STATE_DIR, owner_alive
-from harness.remote import kill_local_pid
+from harness.remote import RemoteError, kill_local_pid
+from harness.salvage import salvage
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
                   "left alone (use --force to stop it)")
             continue
         killed = 0
+        salvaged: int | None = None
         if st.get("embedded", True):
             for pidfiles in st.get("node_pidfiles", {}).values():
                 for pf in pidfiles:
@@ -44,18 +46,30 @@ def run(args: argparse.Namespace) -> int:
                     except (OSError, ValueError):
                         continue
                     killed += kill_local_pid(pid)
+            salvaged = salvage(st, _copy_local)  # the embedded nodes' files are on this machine
         else:
-            killed += _remote_teardown(st)
+            killed, salvaged = _remote_teardown(st)
         for pid in st.get("local_pids", []):
             killed += kill_local_pid(pid)
         if st.get("scratch"):
             shutil.rmtree(st["scratch"], ignore_errors=True)
         path.unlink(missing_ok=True)
         print(f"teardown: run {st.get('run_id')}: signalled {killed} process group(s), removed its scratch dir")
+        if salvaged is not None:
+            print(f"teardown: salvaged {salvaged} events of the cut-short run into {st['run_dir']}/history.jsonl "
+                  f"(harness check {st['run_dir']})")
     return 0
 
 
-def _remote_teardown(st: dict) -> int:
+def _copy_local(node: str, src: str, dest: Path) -> bool:
+    try:
+        shutil.copyfile(src, dest)
+    except OSError:
+        return False
+    return True
+
+
+def _remote_teardown(st: dict) -> tuple[int, int | None]:
     from harness.cluster import Cluster
     from harness.inventory import load_inventory
 
@@ -72,6 +86,15 @@ def _remote_teardown(st: dict) -> int:
                 res = remote.run(f"p=$(cat {shlex.quote(pf)} 2>/dev/null) && kill -KILL -- -$p 2>/dev/null; "
                                  f"kill -KILL $p 2>/dev/null; true")
                 killed += res.ok
+
+        def fetch(node: str, src: str, dest: Path) -> bool:
+            try:
+                cluster.remotes[node].get(src, dest)
+            except (KeyError, OSError, RemoteError):
+                return False
+            return True
+
+        salvaged = salvage(st, fetch)  # before the workdirs holding the agents' events go
         for node, wd in st.get("node_workdirs", {}).items():
             if node in cluster.remotes:
                 cluster.remotes[node].run(f"rm -rf {shlex.quote(wd)}")
@@ -80,4 +103,4 @@ def _remote_teardown(st: dict) -> int:
             r.close()
         if cluster.sshd is not None:
             cluster.sshd.stop()
-    return killed
+    return killed, salvaged

@@ -74,3 +74,15 @@ def test_store_dir_and_reference_share_one_session(tmp_path: Path, capsys, spark
     (tmp_path / "broken.jsonl").write_text('{"src": "a", "seq": 1, "type": "event", "f": "x", "t_wall": 1}\nnot json\n')
     rc, _, err = run(capsys, str(tmp_path / "broken.jsonl"))
     assert rc == 254 and f"{tmp_path / 'broken.jsonl'}:2:" in err
+    # among several paths, a bad one is skipped with a one-line warning and the others are checked
+    (tmp_path / "empty").mkdir()
+    rc, rows, err = run(capsys, "--json", str(tmp_path / "broken.jsonl"), str(tmp_path / "empty"),
+                        str(tmp_path / "gone"), str(store))
+    assert rc == 1  # the good store dir's anomaly still decides
+    by_path = {r["path"]: r for r in rows}
+    assert by_path[str(store)]["valid"] is False
+    for bad in ("broken.jsonl", "empty", "gone"):
+        assert by_path[str(tmp_path / bad)]["valid"] == "unknown" and by_path[str(tmp_path / bad)]["error"]
+    assert len([ln for ln in err.splitlines() if ln.startswith("harness check: skipping")]) == 3
+    rc, _, err = run(capsys, str(tmp_path / "empty"), str(tmp_path / "gone"))
+    assert rc == 254 and "none of the 2 paths" in err

@@ -14,6 +14,7 @@ from rich.console import Console
 from harness.components import ProcState
 from harness.effects import Effects
 from harness.engine import Engine
+from harness.errors import RunInterrupted
 from harness.inventory import load_inventory
 from harness.spec import ANOMALY, Expectation, TestSpec
 from history import EventWriter, read_events
@@ -95,6 +96,9 @@ class FakeCluster:
 
     def node_workdir(self, node: Any) -> str:
         return f"/tmp/fake/{node.name}"
+
+    def record_run_dir(self, run_dir: Path) -> None:
+        self.calls.append("record_run_dir")
 
     def zk(self) -> FakeZk:
         return self.zk_client
@@ -180,7 +184,8 @@ def test_a_scheduled_run_goes_through_every_phase_and_is_torn_down(tmp_path: Pat
     with engine(tmp_path, nem) as eng:
         out = eng.run(TestSpec("t", schedule=schedule(), time_limit=0.3, recovery=False, seed=5))
     cluster = FakeCluster.instances[0]
-    assert cluster.calls == ["start", "start_agents {}", "stop_agents", "collect", "retire_agents", "teardown"]
+    assert cluster.calls == ["start", "record_run_dir", "start_agents {}", "stop_agents", "collect", "retire_agents",
+                             "teardown"]
     assert nem.ops == [("isolate", "start"), ("isolate", "stop")]
     assert nem.heals == 2  # at setup and at teardown
     evs = history(out)
@@ -344,3 +349,47 @@ def test_a_test_spec_refuses_what_the_engine_cannot_run() -> None:
         TestSpec("t", agents_end="explode")
     with pytest.raises(ValueError):
         Expectation(ANOMALY)
+
+
+@pytest.mark.parametrize("keep_warm", [False, True])
+def test_an_interrupted_run_is_collected_checked_and_torn_down(tmp_path: Path, keep_warm: bool) -> None:
+    """Ctrl-C (or SIGTERM) mid-play: the run is recorded as interrupted, the agents' events are
+    collected, the partial history is checked, the cluster goes (even a warm one), and the caller
+    unwinds as from Ctrl-C with the run directory in hand."""
+
+    def script(ctx: Any) -> None:
+        ctx.nemesis("isolate", "start", ["b1"])
+        raise KeyboardInterrupt
+
+    nem = FakeNemesis()
+    with engine(tmp_path, nem, keep_warm=keep_warm, verdicts={"registration_liveness": "unknown"}) as eng:
+        with pytest.raises(RunInterrupted) as caught:
+            eng.run(TestSpec("t", script=script, time_limit=5, seed=1))
+        cluster = FakeCluster.instances[0]
+        assert cluster.calls[-4:] == ["stop_agents", "collect", "retire_agents", "teardown"]
+        assert eng.cluster is None
+    run_dir = Path(caught.value.run_dir)
+    evs = list(read_events(run_dir / "history.jsonl"))
+    kinds = [(e.src, e.f) for e in evs]
+    assert ("harness", "run_interrupted") in kinds and ("harness", "run_end") not in kinds
+    assert next(e for e in evs if e.f == "run_interrupted").value["reason"] == "interrupted during play"
+    assert any(e.src == "agent:1" and e.f == "register" for e in evs)  # the agents' events were collected
+    assert nem.heals == 2  # the fault was healed at teardown
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["valid"] == "unknown" and results["interrupted"] == "interrupted during play"
+    assert caught.value.valid == "unknown"
+
+
+def test_an_interrupt_before_the_cluster_is_up_leaves_an_unknown_run(tmp_path: Path) -> None:
+    class Unready(FakeCluster):
+        def start(self, zkproxy_events: Any = None, zkproxy_seed: int = 0) -> None:
+            raise KeyboardInterrupt
+
+    eff = effects(FakeNemesis())
+    eff.cluster = Unready
+    with Engine(load_inventory(), tmp_path / "store", Console(quiet=True), effects=eff) as eng:
+        with pytest.raises(RunInterrupted) as caught:
+            eng.run(TestSpec("t", time_limit=1, seed=1))
+    results = json.loads((Path(caught.value.run_dir) / "results.json").read_text())
+    assert results["valid"] == "unknown" and results["interrupted"] == "interrupted during setup"
+    assert FakeCluster.instances[0].calls == ["teardown"]
