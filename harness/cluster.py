@@ -33,6 +33,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from agent.config import AgentConfig, Toggles
+from harness import hostkeys
 from harness.components import Component
 from harness.components.agent import AgentProcess, build_agent_bundle
 from harness.components.sshd import EmbeddedSshd
@@ -201,15 +202,17 @@ class Cluster:
 
         def connect(node: NodeSpec) -> tuple[str, Remote]:
             if self.sshd is not None:
-                return node.name, SSHRemote(node.name, node.address, self.sshd.port, self.sshd.user,
-                                            str(self.sshd.client_key))
+                sshd = self.sshd
+                return node.name, SSHRemote(node.name, node.address, sshd.port, sshd.user, str(sshd.client_key),
+                                            host_keys=lambda c: hostkeys.pin(c, [(node.address, sshd.port)],
+                                                                             sshd.host_key.with_suffix(".pub")))
             key = node.key or inv.ssh.key
             return node.name, SSHRemote(
                 node.name, node.ssh_host or node.address, node.ssh_port or inv.ssh.port,
                 node.user or inv.ssh.user or os.environ.get("USER", "root"),
                 os.path.expanduser(key) if key else None,
-                known_hosts=os.path.expanduser(inv.ssh.known_hosts) if inv.ssh.known_hosts else None,
-                strict_host_keys=inv.ssh.strict_host_keys,
+                host_keys=lambda c: hostkeys.configure(c, inv.ssh.host_keys, inv.ssh.known_hosts,
+                                                       inv.trusted_keys_file, str(inv.path), self.log),
             )
 
         self.log(f"connecting over SSH to {len(inv.nodes)} nodes")

@@ -33,8 +33,8 @@ class SshSpec:
     user: str = ""
     key: str | None = None
     port: int = 22
-    strict_host_keys: bool = False
-    known_hosts: str | None = None
+    host_keys: str = "verify"  # or "trust_on_first_use": record new keys beside the inventory, and say so
+    known_hosts: str | None = None  # default ~/.ssh/known_hosts; <inventory>.known_hosts is read too
 
 
 @dataclass(slots=True)
@@ -73,6 +73,11 @@ class Inventory:
     toxiproxy: ToxiproxySpec
     nodes: list[NodeSpec]
     workdir_base: str = "/tmp/zkfence"
+
+    @property
+    def trusted_keys_file(self) -> Path:
+        """Where host keys trusted on first use are recorded: beside the inventory."""
+        return self.path.with_suffix(".known_hosts")
 
     @property
     def embedded(self) -> bool:
@@ -182,9 +187,13 @@ def parse_inventory(data: dict[str, Any], p: Path) -> Inventory:
         user=s.get("user", str, ""),
         key=s.get("key", str, None),
         port=s.get("port", int, 22, _port),
-        strict_host_keys=s.get("strict_host_keys", bool, False),
+        host_keys=s.get("host_keys", str, "verify", lambda v: None if v in ("verify", "trust_on_first_use") else
+                        "must be 'verify' (the default) or 'trust_on_first_use'"),
         known_hosts=s.get("known_hosts", str, None),
     )
+    if "strict_host_keys" in s.table:
+        raise s.err("strict_host_keys", "no longer read: host keys are always verified; set host_keys = "
+                                        "\"trust_on_first_use\" to record new keys beside the inventory")
     s.finish()
 
     z = top.sub("zookeeper")

@@ -22,6 +22,8 @@ from typing import Protocol, TypeVar
 import paramiko
 
 from harness.components import ProcState, parse_stat
+from harness.errors import UsageError
+from harness.hostkeys import UnknownHostKey
 from harness.wait import wait_until
 
 T = TypeVar("T")
@@ -42,6 +44,10 @@ class CommandResult:
 
 class RemoteError(RuntimeError):
     pass
+
+
+class HostKeyRefused(UsageError):
+    """A node's SSH host key is unknown or changed: one line saying how to trust it (exit 254)."""
 
 
 class Remote(Protocol):
@@ -136,20 +142,19 @@ class SSHRemote:
         user: str,
         key_file: str | None,
         connect_timeout: float = 10.0,
-        known_hosts: str | None = None,
-        strict_host_keys: bool = False,
+        host_keys: Callable[[paramiko.SSHClient], None] | None = None,
     ) -> None:
+        """``host_keys`` loads the keys to trust and sets the policy for unknown ones
+        (``harness.hostkeys``); without it every host key is refused."""
         self.name = name
         self.host = host
         self.port = port
         self.user = user
         self._client = paramiko.SSHClient()
-        if known_hosts:
-            self._client.load_host_keys(known_hosts)
-        if strict_host_keys:
-            self._client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        if host_keys is not None:
+            host_keys(self._client)
         else:
-            self._client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+            self._client.set_missing_host_key_policy(paramiko.RejectPolicy())
         try:
             self._client.connect(
                 hostname=host,
@@ -162,6 +167,11 @@ class SSHRemote:
                 allow_agent=False,
                 look_for_keys=key_file is None,
             )
+        except UnknownHostKey as e:
+            raise HostKeyRefused(f"{name}: SSH to {user}@{host}:{port}: {e}") from None
+        except paramiko.BadHostKeyException as e:
+            raise HostKeyRefused(f"{name}: SSH to {user}@{host}:{port}: the host key CHANGED ({e}); "
+                                 "refused: remove the old key from known_hosts only if the change is expected") from None
         except (paramiko.SSHException, OSError) as e:
             raise RemoteError(f"{name}: SSH to {user}@{host}:{port} failed: {e}") from e
         self._sftp_lock = threading.Lock()

@@ -24,6 +24,7 @@ def test_default_and_example_inventories_load():
     assert local.embedded
     vms = load_inventory(REPO / "inventory" / "example-vms.toml")
     assert not vms.embedded and vms.agents.session_timeout_ms == 18000
+    assert vms.ssh.host_keys == "verify" and vms.trusted_keys_file == REPO / "inventory" / "example-vms.known_hosts"
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -35,6 +36,8 @@ def test_default_and_example_inventories_load():
      "agents.session_timeout_ms: must be > 0"),
     ("[agents.toggles]\nregistration = 'nope'\n", "agents.toggles.registration"),
     ("colour = 'blue'\n[[nodes]]\nname='a'\naddress='127.0.0.2'\nroles=['zookeeper']\n", "colour: unknown key"),
+    ("[ssh]\nhost_keys = 'accept-all'\n", "ssh.host_keys: must be 'verify' (the default) or 'trust_on_first_use'"),
+    ("[ssh]\nstrict_host_keys = false\n", "ssh.strict_host_keys: no longer read: host keys are always verified"),
 ])
 def test_inventory_errors_name_the_file_and_the_line_or_key(tmp_path, text, expected):
     p = tmp_path / "inv.toml"
