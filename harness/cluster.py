@@ -344,7 +344,9 @@ class Cluster:
             return len(found) == len(ids)
 
         if not wait_until(all_registered, timeout):
-            raise TimeoutError(f"brokers {sorted(set(ids) - set(found))} not registered after {timeout:.0f}s")
+            missing = sorted(set(ids) - set(found))
+            logs = "".join(f"; b{b}'s agent log ends: {self.agents[b].log_tail()}" for b in missing if b in self.agents)
+            raise TimeoutError(f"brokers {missing} not registered after {timeout:.0f}s{logs}")
         return found
 
     def components(self) -> dict[str, Component]:
@@ -364,13 +366,17 @@ class Cluster:
         return client
 
     # -- collection and teardown ---------------------------------------------------------
-    def collect(self, run_dir: Path) -> dict[str, list[Path]]:
-        """Download agents' events and every component's logs into ``run_dir``."""
-        got: dict[str, list[Path]] = {"events": [], "logs": []}
+    def collect(self, run_dir: Path) -> dict[str, list[Any]]:
+        """Download agents' events and every component's logs into ``run_dir``; ``missing`` names
+        the agents whose events could not be had."""
+        got: dict[str, list[Any]] = {"events": [], "logs": [], "missing": []}
         logs = run_dir / "logs"
         for agent in self.agents.values():
             events = agent.collect_events(run_dir / "events")
-            got["events"] += [events] if events is not None else []
+            if events is None:  # unreachable node, or an agent that never wrote an event
+                got["missing"].append(f"agent:{agent.broker_id}")
+            else:
+                got["events"].append(events)
         services: list[Any] = [*self.components().values(), self.toxiproxy, self.zkproxy]
         for c in services:
             if c is not None:
@@ -392,8 +398,10 @@ class Cluster:
         """SIGKILL every agent at once (their events are flushed per line)."""
         on_nodes(list(self.agents.values()), lambda a: a.kill())
 
-    def teardown(self) -> None:
-        """Stop everything this cluster started, in reverse order; never raises."""
+    def teardown(self) -> bool:
+        """Stop everything this cluster started, in reverse order; never raises. False when
+        something could not be stopped: the state and the scratch dir are then kept for
+        `harness teardown`."""
         errors: list[str] = []
 
         def attempt(what: str, fn: Callable[[], Any]) -> None:
@@ -422,7 +430,13 @@ class Cluster:
         self.remotes.clear()
         if self.sshd is not None:
             attempt("sshd", self.sshd.stop)
-        attempt("scratch", lambda: shutil.rmtree(self.scratch, ignore_errors=True))
-        self.state.remove()
         if errors:
-            print("teardown: " + "; ".join(errors), file=sys.stderr)
+            # Something may still run: keep what names it (the state, and the scratch dir holding
+            # the embedded nodes' pid files) for `harness teardown`.
+            self.state.save()
+            print("teardown: " + "; ".join(errors) + f"; state kept in {state_path(self.state.run_id)}: "
+                  "run `harness teardown` once the nodes are reachable", file=sys.stderr)
+            return False
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        self.state.remove()
+        return True

@@ -41,6 +41,7 @@ from harness.components import live
 from harness.effects import Effects
 from harness.errors import RunInterrupted, exit_code_for
 from harness.inventory import Inventory
+from harness.remote import RemoteError
 from harness.spec import ANOMALY, TestSpec
 from harness.store import new_run_dir, write_json
 from harness.wait import wait_until
@@ -60,6 +61,9 @@ class RunOutcome:
     wall_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     ops: dict[str, int] = field(default_factory=dict)  # client op completions by type
+    # The run failed for a reason of the harness's own (a bug), not the environment (an unreachable
+    # node, a component that did not come up): exit 255 rather than the verdict's code.
+    crashed: bool = False
 
     @property
     def valid(self) -> bool | str:
@@ -113,8 +117,11 @@ class Engine:
         self.cold_s: float | None = None
         self._shape: tuple[Any, ...] | None = None
         self._scratch = Path(tempfile.mkdtemp(prefix="zkfence-"))
+        self._scratch_kept = False  # a cluster that could not be torn down leaves it to `harness teardown`
         self._spark_future: Any = None
         self._zk: Any = None
+        self.missing_sources: list[str] = []  # the last run's sources whose events could not be collected
+        self.error_is_environment = False  # the last run's error came from a node or component, not a bug
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Engine:
@@ -125,7 +132,8 @@ class Engine:
 
     def close(self) -> None:
         self._drop_cluster()
-        shutil.rmtree(self._scratch, ignore_errors=True)
+        if not self._scratch_kept:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def say(self, msg: str) -> None:
         self.console.print(msg, highlight=False)
@@ -145,7 +153,8 @@ class Engine:
         if self._zk is not None:
             self._zk = None  # closed by the cluster's teardown
         if self.cluster is not None:
-            self.cluster.teardown()
+            if self.cluster.teardown() is False:  # pid files under the scratch dir name what still runs
+                self._scratch_kept = True
             self.cluster = None
             self._shape = None
 
@@ -212,6 +221,8 @@ class Engine:
         error: str | None = None
         ops: dict[str, int] = {}
         interrupted: str | None = None
+        self.missing_sources: list[str] = []
+        self.error_is_environment = False
         with _sigterm_as_interrupt():
             try:
                 cluster = self.up(spec, events_dir / "zkproxy.jsonl" if spec.zkproxy == "all" else None)
@@ -238,9 +249,21 @@ class Engine:
             results.setdefault("stats", {})["client_ops"] = ops
         if interrupted:
             results["interrupted"] = interrupted
+        if error is not None:
+            results["error"] = error
+            if results.get("valid") is True:  # a run that did not complete cannot be shown clean
+                results["valid"] = "unknown"
+        if self.missing_sources:
+            # A history without some agent's events cannot show that nothing went wrong there.
+            results["missing_sources"] = self.missing_sources
+            if results.get("valid") is True:
+                results["valid"] = "unknown"
+            self.say(f"  [yellow]events missing[/] from {', '.join(self.missing_sources)}: a clean verdict "
+                     "is unknown")
         write_json(run_dir / "results.json", results)
         lap("check")
-        outcome = RunOutcome(spec, run_dir, results, error, time.monotonic() - t_start, phases, ops)
+        outcome = RunOutcome(spec, run_dir, results, error, time.monotonic() - t_start, phases, ops,
+                             crashed=error is not None and not self.error_is_environment and not interrupted)
         if spec.expect is not None:
             write_json(run_dir / "outcome.json", {"expected": spec.expect.describe(), "matched": outcome.matched,
                                                   "reproduced": outcome.reproduced, "verdicts": outcome.verdicts,
@@ -294,6 +317,7 @@ class Engine:
             writers["harness"].emit("run_end", live_brokers=live_brokers)
         except Exception as e:  # noqa: BLE001 - recorded with the run; the history is still collected
             error = f"{type(e).__name__}: {e}"
+            self.error_is_environment = isinstance(e, RemoteError | TimeoutError)
             writers["harness"].emit("run_error", error=error)
             self.say(f"  [red]error[/] {error}")
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: recorded, then collected and healed below
@@ -303,15 +327,17 @@ class Engine:
             if workload is not None:
                 workload.stop()
             ctx.close_clients()
-            self._end(cluster, spec, runner, observer, proxy, writers, run_dir)
+            self.missing_sources = self._end(cluster, spec, runner, observer, proxy, writers, run_dir)
         return error, workload.summary() if workload is not None else {}
 
     def _end(self, cluster: Any, spec: TestSpec, runner: NemesisRunner, observer: Any, proxy: Any,
-             writers: dict[str, EventWriter], run_dir: Path) -> None:
+             writers: dict[str, EventWriter], run_dir: Path) -> list[str]:
         """Stop the agents first and retire them from the cluster (the nemesis heal then leaves them
-        down: their run is over), collect, then heal."""
+        down: their run is over), collect, then heal. Returns the sources whose events are missing."""
         stopped = self._attempt("agents", cluster.kill_agents if spec.agents_end == "kill" else cluster.stop_agents)
-        self._attempt("collect", lambda: cluster.collect(run_dir))
+        collected: dict[str, Any] = {}
+        if not self._attempt("collect", lambda: collected.update(cluster.collect(run_dir) or {})):
+            collected["missing"] = [f"agent:{b}" for b in sorted(cluster.agents)]
         self._attempt("retire agents", lambda: cluster.retire_agents(kill=not stopped))
         self._attempt("nemesis", runner.teardown)
         self._attempt("observer", observer.stop)
@@ -319,6 +345,7 @@ class Engine:
             self._attempt("wire proxy", proxy.stop)
         for w in writers.values():
             w.close()
+        return list(collected.get("missing", []))
 
     def _attempt(self, what: str, fn: Callable[[], Any]) -> bool:
         """One teardown step: a failure is reported and the rest of the teardown still runs."""

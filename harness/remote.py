@@ -13,6 +13,7 @@ import shlex
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -132,7 +133,15 @@ class ProcessControl:
 
 
 class SSHRemote:
-    """paramiko transport. One SSH connection per node; channels are opened per command."""
+    """paramiko transport. One SSH connection per node; channels are opened per command.
+
+    A dropped connection is re-established (``RECONNECTS`` tries, backing off) when it is found
+    dead *before* a command is sent, so a command never runs twice; a connection lost while a
+    command runs fails that command (``RemoteError``), and the next one reconnects. File copies
+    are idempotent and are retried once after a reconnect."""
+
+    RECONNECTS = 4
+    BACKOFF_S = 0.5
 
     def __init__(
         self,
@@ -150,64 +159,116 @@ class SSHRemote:
         self.host = host
         self.port = port
         self.user = user
-        self._client = paramiko.SSHClient()
-        if host_keys is not None:
-            host_keys(self._client)
-        else:
-            self._client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        try:
-            self._client.connect(
-                hostname=host,
-                port=port,
-                username=user,
-                key_filename=key_file,
-                timeout=connect_timeout,
-                banner_timeout=connect_timeout,
-                auth_timeout=connect_timeout,
-                allow_agent=False,
-                look_for_keys=key_file is None,
-            )
-        except UnknownHostKey as e:
-            raise HostKeyRefused(f"{name}: SSH to {user}@{host}:{port}: {e}") from None
-        except paramiko.BadHostKeyException as e:
-            raise HostKeyRefused(f"{name}: SSH to {user}@{host}:{port}: the host key CHANGED ({e}); "
-                                 "refused: remove the old key from known_hosts only if the change is expected") from None
-        except (paramiko.SSHException, OSError) as e:
-            raise RemoteError(f"{name}: SSH to {user}@{host}:{port} failed: {e}") from e
+        self.key_file = key_file
+        self.connect_timeout = connect_timeout
+        self.host_keys = host_keys
+        self.reconnects = 0  # how many times a dropped connection was re-established
+        self._lock = threading.Lock()  # guards the client and the SFTP session while they are replaced
         self._sftp_lock = threading.Lock()
         self._sftp: paramiko.SFTPClient | None = None
+        self._client = self._connect()
+
+    def _connect(self) -> paramiko.SSHClient:
+        client = paramiko.SSHClient()
+        if self.host_keys is not None:
+            self.host_keys(client)
+        else:
+            client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        where = f"{self.name}: SSH to {self.user}@{self.host}:{self.port}"
+        try:
+            client.connect(hostname=self.host, port=self.port, username=self.user, key_filename=self.key_file,
+                           timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
+                           auth_timeout=self.connect_timeout, allow_agent=False,
+                           look_for_keys=self.key_file is None)
+        except UnknownHostKey as e:
+            raise HostKeyRefused(f"{where}: {e}") from None
+        except paramiko.BadHostKeyException as e:
+            raise HostKeyRefused(f"{where}: the host key CHANGED ({e}); refused: remove the old key from "
+                                 "known_hosts only if the change is expected") from None
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            client.close()
+            raise RemoteError(f"{where} failed: {e}") from e
+        return client
+
+    def _alive_client(self) -> paramiko.SSHClient:
+        """The connection, re-established if it has dropped (bounded retries with backoff)."""
+        with self._lock:
+            transport = self._client.get_transport()
+            if transport is not None and transport.is_active():
+                return self._client
+            error: RemoteError | None = None
+            for attempt in range(self.RECONNECTS):
+                time.sleep(self.BACKOFF_S * attempt)
+                try:
+                    fresh = self._connect()
+                except HostKeyRefused:
+                    raise
+                except RemoteError as e:
+                    error = e
+                    continue
+                self._client.close()
+                self._client, self._sftp = fresh, None
+                self.reconnects += 1
+                return fresh
+            raise RemoteError(f"{self.name}: unreachable: the SSH connection dropped and {self.RECONNECTS} "
+                              f"reconnects failed ({error})")
+
+    def _channel(self) -> paramiko.Channel:
+        for attempt in range(2):
+            client = self._alive_client()
+            try:
+                return client.get_transport().open_session(timeout=self.connect_timeout)  # type: ignore[union-attr]
+            except (paramiko.SSHException, OSError, EOFError, AttributeError) as e:
+                if attempt:
+                    raise RemoteError(f"{self.name}: cannot open an SSH channel: {e}") from e
+                client.close()  # dead though not yet noticed: the next try reconnects
+        raise AssertionError("unreachable")
 
     def run(self, command: str, timeout: float = 60.0, check: bool = False) -> CommandResult:
+        chan = self._channel()
         try:
-            _, stdout, stderr = self._client.exec_command(command, timeout=timeout)
+            chan.settimeout(timeout)
+            chan.exec_command(command)
+            stdout, stderr = chan.makefile("rb"), chan.makefile_stderr("rb")
             out = stdout.read().decode("utf-8", "replace")
             err = stderr.read().decode("utf-8", "replace")
-            code = stdout.channel.recv_exit_status()
-        except (paramiko.SSHException, OSError, TimeoutError) as e:
+            code = chan.recv_exit_status()
+        except (paramiko.SSHException, OSError, TimeoutError, EOFError) as e:
             raise RemoteError(f"{self.name}: {command!r} failed: {e}") from e
+        finally:
+            chan.close()
         result = CommandResult(command, code, out, err)
         if check and not result.ok:
             raise RemoteError(f"{self.name}: {command!r} exited {code}: {err.strip() or out.strip()}")
         return result
 
-    def _sftp_client(self) -> paramiko.SFTPClient:
-        if self._sftp is None:
-            self._sftp = self._client.open_sftp()
-        return self._sftp
+    def _copy(self, op: Callable[[paramiko.SFTPClient], None]) -> None:
+        with self._sftp_lock:
+            for attempt in range(2):
+                client = self._alive_client()
+                try:
+                    if self._sftp is None:
+                        self._sftp = client.open_sftp()
+                    op(self._sftp)
+                    return
+                except (paramiko.SSHException, EOFError, ConnectionError, TimeoutError) as e:
+                    self._sftp = None
+                    client.close()  # the next try reconnects
+                    if attempt:
+                        raise RemoteError(f"{self.name}: file copy failed: {e}") from e
 
     def put(self, local: str | os.PathLike[str], remote: str) -> None:
-        with self._sftp_lock:
-            self._sftp_client().put(str(local), remote)
+        self._copy(lambda sftp: sftp.put(str(local), remote))
 
     def get(self, remote: str, local: str | os.PathLike[str]) -> None:
         Path(local).parent.mkdir(parents=True, exist_ok=True)
-        with self._sftp_lock:
-            self._sftp_client().get(remote, str(local))
+        self._copy(lambda sftp: sftp.get(remote, str(local)))
 
     def close(self) -> None:
-        if self._sftp is not None:
-            self._sftp.close()
-        self._client.close()
+        with self._lock:
+            if self._sftp is not None:
+                self._sftp.close()
+            self._client.close()
 
 
 class LocalRemote:

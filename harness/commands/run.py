@@ -133,8 +133,9 @@ def run(args: argparse.Namespace) -> int:
         outcome = engine.run(spec)
     print_verdict(console, outcome.results, outcome.run_dir)
     if outcome.error is not None:
-        console.print(f"[bold red]the run did not complete:[/] {outcome.error}")
-        return EXIT_CRASH
+        console.print(f"[bold red]the run did not complete:[/] {outcome.error}", highlight=False)
+        if outcome.crashed:
+            return EXIT_CRASH
     return outcome.exit_code
 
 

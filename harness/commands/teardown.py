@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shlex
 import shutil
@@ -53,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
             killed += kill_local_pid(pid)
         if st.get("scratch"):
             shutil.rmtree(st["scratch"], ignore_errors=True)
+            with contextlib.suppress(OSError):  # the engine's own temp dir, once its last cluster is gone
+                Path(st["scratch"]).parent.rmdir()
         path.unlink(missing_ok=True)
         print(f"teardown: run {st.get('run_id')}: signalled {killed} process group(s), removed its scratch dir")
         if salvaged is not None:

@@ -11,6 +11,7 @@ Both give the Component protocol's verbs; a subclass says how to start and what 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -60,6 +61,15 @@ class RemoteProcess:
     def logs(self, dest: Path) -> list[Path]:
         local = self.download(self.logfile, dest / f"{self.name}-{self.role}.log")
         return [local] if local is not None else []
+
+    def log_tail(self, lines: int = 5) -> str:
+        """The last lines of this process's log, for an error saying why it did not come up."""
+        try:
+            res = self.remote.run(f"tail -n {int(lines)} {shlex.quote(self.logfile)}", timeout=10)
+        except RemoteError as e:
+            return f"(log unreadable: {e})"
+        text = " | ".join(ln.strip() for ln in res.stdout.splitlines() if ln.strip())
+        return text or "(log empty)"
 
     def download(self, remote_path: str, local: Path) -> Path | None:
         """Copy a file of this process's node here; None when it cannot be had (not written yet)."""

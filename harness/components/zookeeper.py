@@ -212,8 +212,8 @@ class Ensemble:
 
         if wait_until(ready, timeout, poll=0.2):
             return seen
-        dead = [n.member.name for n in self.nodes if n.state() is ProcState.STOPPED]
-        hint = f"; not running: {', '.join(dead)} (see their zookeeper.log)" if dead else ""
+        dead = [n for n in self.nodes if n.state() is ProcState.STOPPED]
+        hint = "".join(f"; {n.member.name} not running, its log ends: {n.log_tail()}" for n in dead)
         raise RemoteError(f"ZooKeeper ensemble not ready after {timeout:.0f}s: modes {seen}{hint}")
 
     def leader(self) -> ZooKeeperNode | None:
