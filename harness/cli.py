@@ -18,6 +18,7 @@ from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, RunInterrupted, UsageErro
 COMMAND_MODULES = (
     "harness.commands.run",
     "harness.commands.teardown",
+    "harness.commands.doctor",
     "harness.commands.agent",
     "checkers.command",
     "harness.commands.hunt",

@@ -213,7 +213,8 @@ class SSHRemote:
             raise RemoteError(f"{self.name}: unreachable: the SSH connection dropped and {self.RECONNECTS} "
                               f"reconnects failed ({error})")
 
-    def _channel(self) -> paramiko.Channel:
+    def channel(self) -> paramiko.Channel:
+        """A new session channel on the (re-established if need be) connection."""
         for attempt in range(2):
             client = self._alive_client()
             try:
@@ -225,7 +226,7 @@ class SSHRemote:
         raise AssertionError("unreachable")
 
     def run(self, command: str, timeout: float = 60.0, check: bool = False) -> CommandResult:
-        chan = self._channel()
+        chan = self.channel()
         try:
             chan.settimeout(timeout)
             chan.exec_command(command)
