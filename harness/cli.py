@@ -1,8 +1,8 @@
 """The `harness` command line: one entry point, subcommands registered by the modules that own them.
 
 Each module in ``COMMAND_MODULES`` exposes ``register(subparsers)``; its parser sets
-``func(args) -> int``. Exit codes follow Jepsen: 0 valid, 1 invalid, 2 unknown, 254 bad
-arguments or input, 255 crash.
+``func(args) -> int``. Exit codes follow Jepsen: 0 valid, 1 invalid, 2 unknown (also when the environment failed: a node
+unreachable, a component that would not start), 254 bad arguments or input, 255 crash.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, RunInterrupted, UsageError
+from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, EXIT_UNKNOWN, RunInterrupted, UsageError
+from harness.remote import RemoteError
 
 COMMAND_MODULES = (
     "harness.commands.run",
     "harness.commands.teardown",
     "harness.commands.doctor",
+    "harness.commands.setup",
     "harness.commands.agent",
     "checkers.command",
     "harness.commands.hunt",
@@ -56,6 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = f"; partial history checked ({_verdict(e.valid)}): {e.run_dir}" if isinstance(e, RunInterrupted) else ""
         print(f"harness: interrupted; everything started was torn down{done}", file=sys.stderr)
         return 130
+    except RemoteError as e:
+        # The environment failed (a node unreachable, a component that would not start): nothing
+        # was decided about the system under test, so the verdict is unknown, said in one line.
+        print(f"harness: {e}", file=sys.stderr)
+        return EXIT_UNKNOWN
     except Exception:  # noqa: BLE001 - a crash is exit 255 with the traceback, like Jepsen
         import traceback
 

@@ -38,9 +38,10 @@ from harness.components import Component
 from harness.components.agent import AgentProcess, build_agent_bundle
 from harness.components.sshd import EmbeddedSshd
 from harness.components.toxiproxy import Link, LinkNet, ToxiproxyServer
-from harness.components.zookeeper import Ensemble, ZkMember, ZooKeeperNode
+from harness.components.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode
 from harness.inventory import Inventory, NodeSpec
-from harness.remote import Remote, SSHRemote, on_nodes
+from harness.provision import pydeps_dir, zk_classpath
+from harness.remote import Remote, RemoteError, SSHRemote, on_nodes
 from harness.wait import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -167,6 +168,8 @@ class Cluster:
         self.scratch.mkdir(parents=True, exist_ok=True)
         self.state.save()
         self._connect()
+        if not self.inv.embedded:
+            self._provision()
         self._start_zookeeper()
         if zkproxy_events is not None:
             self._start_zkproxy(zkproxy_events, zkproxy_seed)
@@ -223,12 +226,24 @@ class Cluster:
             self.remotes[node.name].run(f"mkdir -p {shlex.quote(wd)}", check=True)
         self.state.save()
 
+    def zk_settings(self, node: NodeSpec) -> ZkSettings:
+        """The inventory's ZooKeeper settings with the classpath where this node's jars are."""
+        return replace(self.inv.zookeeper, classpath=zk_classpath(self.inv.zookeeper, self.inv.node_install_dir(node)))
+
+    def _provision(self) -> None:
+        """External nodes get what they lack (`harness setup`); a node that cannot is a one-line error."""
+        from harness.installer import provision
+
+        failed = [o for o in provision(self.inv, self.remotes, self.log) if o.status == "FAIL"]
+        if failed:
+            raise RemoteError("; ".join(f"{o.node}: {o.what}: {o.detail}" for o in failed))
+
     def _start_zookeeper(self) -> None:
         members: list[ZkMember] = []
         for myid, node in enumerate(self.inv.zookeepers, 1):
             client, peer, election = free_ports_on(self.remotes[node.name], node.address, 3, self.node_python)
             members.append(ZkMember(myid, node.name, node.address, client, peer, election, self.node_workdir(node)))
-        nodes = [ZooKeeperNode(m, self.remotes[m.name], self.inv.zookeeper) for m in members]
+        nodes = [ZooKeeperNode(m, self.remotes[m.name], self.zk_settings(self.inv.node(m.name))) for m in members]
         for m in members:
             self.state.add_pidfile(m.name, m.pidfile)
         self.ensemble = Ensemble(nodes)
@@ -305,7 +320,8 @@ class Cluster:
             for k, v in (config_overrides or {}).get(node.broker_id, {}).items():  # type: ignore[arg-type]
                 setattr(cfg, k, v)
             agent = AgentProcess(node, self.remotes[node.name], self.node_workdir(node), self.node_python,
-                                 self.scratch / "peek", on_start=self._record_agent)
+                                 self.scratch / "peek", on_start=self._record_agent,
+                                 deps_dir="" if self.inv.embedded else pydeps_dir(self.inv.node_install_dir(node)))
             agent.install(self._bundle)  # type: ignore[arg-type]
             agent.write_config(cfg)
             agent.start()

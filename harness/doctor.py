@@ -31,8 +31,9 @@ class Check:
 
 
 def probe_command(workdir_base: str, java: str | None, python: str | None,
-                  control: tuple[str, int] | None) -> str:
-    """One shell command that prints what ``judge`` reads (nothing it runs changes the node)."""
+                  control: tuple[str, int] | None, pythonpath: str = "") -> str:
+    """One shell command that prints what ``judge`` reads (nothing it runs changes the node);
+    ``pythonpath``: where `harness setup` unpacked the agents' dependencies."""
     base = shlex.quote(workdir_base)
     parts = [
         "echo uid=$(id -u)",
@@ -49,7 +50,8 @@ def probe_command(workdir_base: str, java: str | None, python: str | None,
         if control is not None:
             script += (f"import socket\ntry:\n socket.create_connection({control!r}, timeout=3).close(); "
                        "print('control=yes')\nexcept OSError as e: print('control=no ' + str(e))\n")
-        parts.append(f"({shlex.quote(python)} -c {shlex.quote(script)} 2>&1 || echo python=missing)")
+        env = f"PYTHONPATH={shlex.quote(pythonpath)} " if pythonpath else ""
+        parts.append(f"({env}{shlex.quote(python)} -c {shlex.quote(script)} 2>&1 || echo python=missing)")
     return "; ".join(parts)
 
 

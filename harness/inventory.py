@@ -18,6 +18,8 @@ from agent.config import ConfigError, Toggles
 from harness.components.zookeeper import DEBIAN_CLASSPATH, ZkSettings
 from harness.errors import UsageError
 
+ZK_SOURCES = ("preinstalled", "debian", "maven")
+
 ROLES = ("zookeeper", "broker")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_INVENTORY = REPO_ROOT / "inventory" / "local.toml"
@@ -48,6 +50,7 @@ class NodeSpec:
     user: str | None = None
     key: str | None = None
     workdir: str | None = None
+    install_dir: str | None = None  # what `harness setup` installs; default <inventory install_dir>
 
 
 @dataclass(slots=True)
@@ -73,6 +76,12 @@ class Inventory:
     toxiproxy: ToxiproxySpec
     nodes: list[NodeSpec]
     workdir_base: str = "/tmp/zkfence"
+    install_dir: str = ""  # default <workdir_base>/opt
+
+    def node_install_dir(self, node: NodeSpec) -> str:
+        """Where `harness setup` puts ZooKeeper's jars and the agents' Python dependencies on ``node``
+        (kept across runs, unlike its run workdir)."""
+        return node.install_dir or self.install_dir or f"{self.workdir_base}/opt"
 
     @property
     def trusted_keys_file(self) -> Path:
@@ -179,6 +188,7 @@ def parse_inventory(data: dict[str, Any], p: Path) -> Inventory:
     top = _Reader(p, data, "")
     name = top.get("name", str, p.stem)
     workdir_base = top.get("workdir_base", str, "/tmp/zkfence")
+    install_dir = top.get("install_dir", str, "")
 
     s = top.sub("ssh")
     ssh = SshSpec(
@@ -206,7 +216,17 @@ def parse_inventory(data: dict[str, Any], p: Path) -> Inventory:
         java=z.get("java", str, "java"),
         heap_mb=z.get("heap_mb", int, 256, _positive),
         classpath=z.get("classpath", str, DEBIAN_CLASSPATH),
+        source=z.get("source", str, None, lambda v: None if v in ZK_SOURCES else
+                     f"must be one of {', '.join(ZK_SOURCES)}"),
+        version=z.get("version", str, None, lambda v: None if re.fullmatch(r"3\.[5-9]\.\d+(-\w+)?", v) else
+                      "an Apache ZooKeeper release 3.5.x-3.9.x, e.g. \"3.8.4\""),
     )
+    if zk.source is None:
+        zk.source = "maven" if zk.version else "preinstalled"
+    if zk.source == "maven" and not zk.version:
+        raise z.err("version", "required with source = \"maven\" (e.g. \"3.8.4\")")
+    if zk.source != "maven" and zk.version:
+        raise z.err("version", f"only with source = \"maven\" (source is {zk.source!r})")
     z.finish()
     if zk.min_session_timeout_ms > zk.max_session_timeout_ms:
         raise InventoryError(f"{p}: zookeeper.min_session_timeout_ms: larger than max_session_timeout_ms")
@@ -255,6 +275,7 @@ def parse_inventory(data: dict[str, Any], p: Path) -> Inventory:
             user=r.get("user", str, None),
             key=r.get("key", str, None),
             workdir=r.get("workdir", str, None),
+            install_dir=r.get("install_dir", str, None),
         )
         r.finish()
         if node.name in seen_names:
@@ -273,7 +294,7 @@ def parse_inventory(data: dict[str, Any], p: Path) -> Inventory:
     top.finish()
 
     inv = Inventory(name=name, path=p, ssh=ssh, zookeeper=zk, agents=agents, toxiproxy=toxi, nodes=nodes,
-                    workdir_base=workdir_base)
+                    workdir_base=workdir_base, install_dir=install_dir)
     if not inv.zookeepers:
         raise InventoryError(f"{p}: nodes: no node has the 'zookeeper' role")
     if not inv.brokers:

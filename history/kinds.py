@@ -63,7 +63,7 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "what": "str", "seed": "int", "jira": "str", "variant": "str",
     # nemesis
     "phase": "str", "stage": "str", "targets": "strs", "instant": "bool", "links": "strs",
-    "toxics_removed": "json", "grudge_map": "json", "stream": "str", "grudge": "str", "direction": "str",
+    "toxics_removed": "json", "grudge_map": "json", "nodes": "json", "tables_removed": "json", "stream": "str", "grudge": "str", "direction": "str",
     "latency_ms": "float", "jitter_ms": "float", "rate_kb": "float", "timeout_ms": "int", "delay_ms": "float",
     "rules": "json", "rule_ids": "json", "rules_removed": "json", "zkproxy_rules_cleared": "json",
     "released": "json", "held_requests": "json", "delivered": "json", "hooks_released": "json",
@@ -119,13 +119,13 @@ OPS = "invoke ok fail info"
 # start/stop). The catalogue is ``nemesis.registry.FAULTS`` plus the agent-hook faults
 # (``nemesis.agent_hooks``); a test holds this list to them.
 FAULTS = (
-    "isolate", "cut", "partition", "latency", "bandwidth", "reset_peer", "slow_close", "kill", "pause", "shutdown",
+    "isolate", "cut", "partition", "net_partition", "latency", "bandwidth", "reset_peer", "slow_close", "kill", "pause", "shutdown",
     "bounce", "fast_bounce", "wipe", "zk_rules", "hold_controller", "hold_alter_partition", "delay_request",
 )
 _FAULT_FIELDS = (
     "phase stage targets error reason instant seed result:json links toxics_removed grudge_map stream grudge direction "
     "latency_ms jitter_ms kind rate_kb timeout_ms delay_ms rules rule_ids rules_removed held:json released "
-    "held_requests delivered to topic partition"
+    "held_requests delivered to topic partition nodes tables_removed"
 )
 
 KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
@@ -194,7 +194,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     # --- the nemesis: one kind per fault, and heal --------------------------------------------------------
     *(_kind(f, NEMESIS, "info", _FAULT_FIELDS, open=True) for f in FAULTS),
     _kind("heal", NEMESIS, "info", "phase stage reason error toxics_removed zkproxy_rules_cleared hooks_released "
-          "held_requests_dropped", open=True),
+          "held_requests_dropped tables_removed", open=True),
     # --- the ZooKeeper wire proxy (src zkproxy) -----------------------------------------------------------
     _zkproxy("frame", "conn upstream dir kind bytes session_id xid op:int op_name path:json sub_ops zxid err "
                       "action rule_id delay_ms held_ms p_draw req_seq latency_ms multi_errs multi_failed "

@@ -22,6 +22,7 @@ from nemesis.schedule import Schedule, Step
 DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
     "isolate": ("one-broker", "controller"),
     "partition": ("one", "one-broker", "zk-leader", "halves", "majorities-ring", "bridge"),
+    "net_partition": ("zk-leader", "one-zk", "halves", "majorities-ring"),
     "latency": ("one-broker", "minority-zk"),
     "bandwidth": ("one-broker",),
     "reset_peer": ("one-broker", "one-zk"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from nemesis.agent_hooks import AgentHookNemesis
 from nemesis.base import Nemesis
+from nemesis.firewall import FirewallNemesis
 from nemesis.links import LinkNemesis
 from nemesis.process import ProcessNemesis
 
@@ -18,7 +19,7 @@ from nemesis.process import ProcessNemesis
 @dataclass(frozen=True)
 class FaultSpec:
     name: str
-    kind: str  # "link" | "process" | "zkproxy" | "agent"
+    kind: str  # "link" | "firewall" | "process" | "zkproxy" | "agent"
     instant: bool = False  # a single op (no stop phase)
     params: dict[str, type | tuple[type, ...]] = field(default_factory=dict)
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -46,6 +47,11 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
               help="TCP RST on connections through links touching the targets"),
     FaultSpec("slow_close", "link", params={"delay_ms": NUM, "kind": str}, choices=_LINK_KIND,
               help="delay closing connections"),
+    FaultSpec("net_partition", "firewall", params={"grudge": str, "direction": str},
+              choices={"grudge": ("isolate", "halves", "bridge", "majorities-ring"),
+                       "direction": ("both", "one-way")},
+              help="a grudge enforced with nftables on the nodes themselves (ZooKeeper quorum links); "
+                   "external inventories only"),
     FaultSpec("kill", "process", help="SIGKILL; stop restarts"),
     FaultSpec("pause", "process", help="SIGSTOP; stop sends SIGCONT"),
     FaultSpec("shutdown", "process", help="SIGTERM (clean); stop restarts"),
@@ -67,4 +73,4 @@ COMMON_PARAMS: dict[str, type | tuple[type, ...]] = {"seed": int}
 
 
 def default_nemeses() -> list[Nemesis]:
-    return [LinkNemesis(), ProcessNemesis(), AgentHookNemesis()]
+    return [LinkNemesis(), FirewallNemesis(), ProcessNemesis(), AgentHookNemesis()]

@@ -27,7 +27,7 @@ from harness.errors import UsageError
 from nemesis.base import FaultOp
 from nemesis.registry import COMMON_PARAMS, FAULTS
 from nemesis.schedule import Schedule, Step
-from nemesis.targets import spec_error
+from nemesis.targets import GRUDGE_FAULTS, spec_error
 
 STEP_KEYS = ("at", "fault", "phase", "targets", "duration", "seed", "params")
 TOP_KEYS = ("name", "step")
@@ -105,8 +105,8 @@ def parse_schedule(text: str, path: Path, name: str | None = None) -> Schedule:
             if err:
                 raise bad("targets", err)
             if isinstance(targets, str) and targets in ("halves", "bridge", "majorities-ring") \
-                    and fault != "partition":
-                raise bad("targets", f"{targets!r} is a partition spec: only for fault 'partition'")
+                    and fault not in GRUDGE_FAULTS:
+                raise bad("targets", f"{targets!r} is a partition spec: only for partition and net_partition")
         duration = raw.get("duration")
         if duration is not None:
             if not _is_num(duration) or duration <= 0:

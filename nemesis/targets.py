@@ -140,6 +140,9 @@ def step_rng(op: FaultOp) -> random.Random:
     return random.Random(zlib.crc32(key.encode()))
 
 
+GRUDGE_FAULTS = frozenset({"partition", "net_partition"})  # faults whose targets may be a grudge spec
+
+
 def resolve_op(op: FaultOp, pools: Pools, default_roles: dict[str, str] | None = None) -> FaultOp:
     """Fill ``op.targets`` from ``op.params['spec']`` (ops with explicit targets pass through)."""
     spec = op.params.get("spec")
@@ -147,7 +150,7 @@ def resolve_op(op: FaultOp, pools: Pools, default_roles: dict[str, str] | None =
         return op
     rng = step_rng(op)
     params = dict(op.params)
-    if op.f == "partition":
+    if op.f in GRUDGE_FAULTS:
         kind, targets = resolve_partition(spec, pools, rng)
         params.setdefault("grudge", kind)
     else:

@@ -22,6 +22,7 @@ from harness.cluster import free_ports_on
 from harness.doctor import Check, judge, parse_probe, probe_command
 from harness.errors import UsageError
 from harness.inventory import Inventory, NodeSpec, load_inventory
+from harness.provision import pydeps_dir
 from harness.remote import RemoteError, SSHRemote, on_nodes
 
 
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 def _check_node(inv: Inventory, node: NodeSpec, sshd: object, control: tuple[str, int],
                 args: argparse.Namespace) -> list[Check]:
     try:
-        remote, how = _connect(inv, node, sshd, args.timeout)
+        remote, how = connect_node(inv, node, sshd, args.timeout)
     except (RemoteError, UsageError) as e:
         return [Check(node.name, "ssh", False, str(e).split(": ", 1)[-1])]
     try:
@@ -66,7 +67,8 @@ def _check_node(inv: Inventory, node: NodeSpec, sshd: object, control: tuple[str
         is_zk, is_broker = "zookeeper" in node.roles, "broker" in node.roles
         python = sys.executable if inv.embedded else inv.agents.python
         cmd = probe_command(inv.workdir_base, inv.zookeeper.java if is_zk else None, python if is_broker else None,
-                            control if is_broker else None)
+                            control if is_broker else None,
+                            "" if inv.embedded else pydeps_dir(inv.node_install_dir(node)))
         probe = parse_probe(remote.run(cmd, timeout=30).stdout)
         sent, received, probe["clock"] = _clock_sample(remote)
         checks += judge(node.name, probe, sent, received, args.skew_ms / 1000.0,
@@ -105,7 +107,7 @@ def _clock_sample(remote: SSHRemote, samples: int = 7) -> tuple[float, float, st
         chan.close()
 
 
-def _connect(inv: Inventory, node: NodeSpec, sshd: object, timeout: float) -> tuple[SSHRemote, str]:
+def connect_node(inv: Inventory, node: NodeSpec, sshd: object, timeout: float) -> tuple[SSHRemote, str]:
     if sshd is not None:
         port = sshd.port  # type: ignore[attr-defined]
         key = sshd.host_key.with_suffix(".pub")  # type: ignore[attr-defined]

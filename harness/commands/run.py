@@ -91,8 +91,11 @@ def _schedule_from_args(args: argparse.Namespace, inv: Inventory, seed: int, nam
     if args.schedule:
         from nemesis.scripted import load_schedule
 
-        return load_schedule(args.schedule), args.test or Path(args.schedule).stem
+        schedule = load_schedule(args.schedule)
+        _refuse_host_faults(inv, {step.op.f for step in schedule.steps}, "--schedule " + str(args.schedule))
+        return schedule, args.test or Path(args.schedule).stem
     if faults:
+        _refuse_host_faults(inv, set(faults), "--faults")
         from nemesis.packages import DEFAULT_TARGETS, package_schedule
 
         unknown = [f for f in faults if f not in DEFAULT_TARGETS]
@@ -103,6 +106,14 @@ def _schedule_from_args(args: argparse.Namespace, inv: Inventory, seed: int, nam
             raise UsageError(f"--interval: must be > 0 seconds, got {args.interval}")
         return package_schedule(faults, args.interval, args.time_limit, seed), name
     return _isolate_one(args, inv, random.Random(seed)), name
+
+
+def _refuse_host_faults(inv: Inventory, faults: set[str], where: str) -> None:
+    from nemesis.firewall import FIREWALL_FAULTS
+
+    if inv.embedded and faults & FIREWALL_FAULTS:
+        raise UsageError(f"{where}: {', '.join(sorted(faults & FIREWALL_FAULTS))} needs nodes that are their own "
+                         f"hosts (an external inventory); on {inv.path} use partition (Toxiproxy)")
 
 
 def _isolate_one(args: argparse.Namespace, inv: Inventory, rng: random.Random) -> Schedule:

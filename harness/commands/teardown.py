@@ -75,6 +75,8 @@ def _copy_local(node: str, src: str, dest: Path) -> bool:
 def _remote_teardown(st: dict) -> tuple[int, int | None]:
     from harness.cluster import Cluster
     from harness.inventory import load_inventory
+    from harness.remote import on_nodes
+    from nemesis.firewall import HEAL_COMMAND as FIREWALL_HEAL
 
     inv = load_inventory(st["inventory"])
     cluster = Cluster(inv, Path(st["scratch"]), st["run_id"])
@@ -89,6 +91,8 @@ def _remote_teardown(st: dict) -> tuple[int, int | None]:
                 res = remote.run(f"p=$(cat {shlex.quote(pf)} 2>/dev/null) && kill -KILL -- -$p 2>/dev/null; "
                                  f"kill -KILL $p 2>/dev/null; true")
                 killed += res.ok
+        # A crash mid net_partition leaves the harness's nftables table on the nodes.
+        on_nodes(list(cluster.remotes.values()), lambda r: r.run(FIREWALL_HEAL))
 
         def fetch(node: str, src: str, dest: Path) -> bool:
             try:

@@ -38,12 +38,14 @@ class AgentProcess(RemoteProcess):
     role = "agent"
 
     def __init__(self, node: NodeSpec, remote: Remote, workdir: str, python: str, peek_dir: Path,
-                 on_start: Callable[[AgentProcess], None] = lambda agent: None) -> None:
+                 on_start: Callable[[AgentProcess], None] = lambda agent: None, deps_dir: str = "") -> None:
+        """``deps_dir``: the agents' Python dependencies unpacked by `harness setup` (if any)."""
         assert node.broker_id is not None
         super().__init__(node.name, remote, workdir, f"{workdir}/agent.pid", f"{workdir}/agent.log")
         self.node = node
         self.broker_id = node.broker_id
         self.python = python
+        self.deps_dir = deps_dir
         self.peek_dir = peek_dir
         self.on_start = on_start  # records the pid file for `harness teardown` before the process exists
         self.config: AgentConfig | None = None
@@ -75,7 +77,8 @@ class AgentProcess(RemoteProcess):
 
     def command(self) -> tuple[str, dict[str, str] | None]:
         return (f"{shlex.quote(self.python)} -m agent --config {shlex.quote(self.config_path)}",
-                {"PYTHONPATH": f"{self.workdir}/code", "PYTHONUNBUFFERED": "1"})
+                {"PYTHONPATH": ":".join(filter(None, (f"{self.workdir}/code", self.deps_dir))),
+                 "PYTHONUNBUFFERED": "1"})
 
     def start(self) -> None:
         self.on_start(self)

@@ -24,8 +24,11 @@ class EmbeddedSshd(LocalProcess):
 
     role = "sshd"
 
-    def __init__(self, workdir: Path, addresses: list[str], port: int = 0, user: str = "") -> None:
+    def __init__(self, workdir: Path, addresses: list[str], port: int = 0, user: str = "",
+                 netns: str | None = None) -> None:
+        """``netns``: run inside that network namespace (a test host's own sshd on port 22)."""
         super().__init__("sshd", workdir / "sshd.log")
+        self.netns = netns
         self.workdir = workdir
         self.addresses = addresses
         self.port = port
@@ -87,8 +90,9 @@ class EmbeddedSshd(LocalProcess):
         cfg = self.workdir / "sshd_config"
         cfg.write_text(self.config_text())
         with open(self.logfile, "ab") as log:
+            inside = ["ip", "netns", "exec", self.netns] if self.netns else []
             self.process = subprocess.Popen(
-                [SSHD, "-D", "-e", "-f", str(cfg)],
+                [*inside, SSHD, "-D", "-e", "-f", str(cfg)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -30,6 +30,11 @@ class ZkSettings:
     heap_mb: int = 256
     classpath: str = DEBIAN_CLASSPATH
     extra: dict[str, str] = field(default_factory=dict)
+    # Where the servers' jars come from (harness/provision.py): "preinstalled" (``classpath`` as
+    # given), "debian" (the zookeeper package, installed by `harness setup`), "maven" (``version``
+    # resolved from Maven Central on the control node and shipped).
+    source: str = "preinstalled"
+    version: str | None = None
 
 
 @dataclass(slots=True)
