@@ -31,7 +31,7 @@ from agent import znodes as zn
 from agent.config import AgentConfig
 from agent.controller import Controller, ControllerMoved
 from agent.event_manager import ControllerEventManager
-from agent.net import ControlServer, request
+from agent.net import ControlServer, request, use_token
 from agent.registrar import Registrar
 from agent.replica import ReplicaManager
 from history import Event, EventWriter
@@ -63,7 +63,8 @@ class BrokerAgent:
         self.registrar = Registrar(self)
         self.replica = ReplicaManager(self)
         self.controller = Controller(self)
-        self.server = ControlServer(cfg.listen_host, cfg.port, self.handle)
+        use_token(cfg.control_token)  # this agent's own requests to its peers
+        self.server = ControlServer(cfg.listen_host, cfg.port, self.handle, cfg.control_token)
         if cfg.port == 0:
             cfg.port = self.server.port
 

@@ -12,7 +12,9 @@ import time
 from typing import Any
 
 from agent import errors
-from agent.net import request
+from agent.net import request, use_token
+
+__all__ = ["AgentAdmin", "AppendError", "AppendUnknown", "KafkaClient", "append", "use_token"]
 
 
 class AppendError(Exception):

@@ -119,6 +119,9 @@ class AgentConfig:
     zk_pipeline_connect: str = ""
     toggles: Toggles = field(default_factory=Toggles)
     extra: dict[str, Any] = field(default_factory=dict)
+    # Per-run secret every control-plane request must carry (agent.net); "" = no check, for agents
+    # a test starts by hand. Never written to events or logs.
+    control_token: str = ""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> AgentConfig:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import shutil
 import sys
@@ -32,6 +33,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from agent.client import use_token
 from agent.config import AgentConfig, Toggles
 from harness import hostkeys
 from harness.components import Component
@@ -139,6 +141,7 @@ class Cluster:
         self._zk_clients: list[KazooClient] = []
         self.zkproxy: Any = None  # nemesis.zkproxy.ProxyProcess when the run routes through it
         self._bundle: Path | None = None
+        self.control_token = ""
 
     # -- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Cluster:
@@ -297,6 +300,7 @@ class Cluster:
             port=self.agent_ports[broker.broker_id],
             peers=peers,  # type: ignore[arg-type]
             toggles=toggles,
+            control_token=self.control_token,
             extra=dict(extra or {}),
         )
 
@@ -309,6 +313,9 @@ class Cluster:
         base = toggles if isinstance(toggles, Toggles) else Toggles.from_dict(
             {**self.inv.agents.toggles.to_dict(), **(toggles or {})})
         targets = [b for b in self.inv.brokers if brokers is None or b.broker_id in brokers]
+        if not self.agents:  # a new run's agents: a new control token (agent.net)
+            self.control_token = secrets.token_hex(16)
+        use_token(self.control_token)
         if self._bundle is None:
             self._bundle = build_agent_bundle(self.scratch / "agent-code.tar.gz")
 
