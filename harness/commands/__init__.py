@@ -1,2 +1,4 @@
 """The `harness` subcommands, one module each: `run`, `hunt` and `repro` build tests and hand them
-to the run engine; `teardown` cleans up after a crash; `agent` runs one broker agent."""
+to the run engine; `setup` provisions an inventory's nodes and `doctor` says whether they are
+ready; `teardown` cleans up after a crash; `agent` runs one broker agent. (`check` lives with the
+checkers: checkers/command.py.)"""

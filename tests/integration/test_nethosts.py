@@ -83,6 +83,10 @@ def test_setup_doctor_and_a_run_with_both_partitions_on_namespace_hosts(tmp_path
         (leader,) = start["targets"]
         assert leader.startswith("zk") and set(start["nodes"]) == {n for n, _, _ in NODES}
         assert set(stop["tables_removed"]) == set(start["nodes"])
+        debian = hosts.inventory(zookeeper='source = "debian"', agents='python = "/usr/bin/python3"')
+        deb = _harness("setup", "--inventory", str(debian))  # these hosts share this machine's packages
+        assert deb.returncode == 0 and sum(ln.split()[1:4] == ["zookeeper", "deb", "present"]
+                                           for ln in deb.stdout.splitlines()) == 3, deb.stdout
         for name, _, _ in NODES:  # healed: no table of ours in any node's netfilter
             assert sh("ip", "netns", "exec", hosts.ns(name), "nft", "list", "table", "inet", "zkfence",
                       check=False).returncode != 0
