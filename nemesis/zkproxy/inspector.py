@@ -52,7 +52,7 @@ class FrameInspector:
             if d == "c2s" and first:
                 before_write, after_emit = self._parse_connect_req(c, body, info, ev)
             elif d == "s2c" and first:
-                after_emit = self._parse_connect_resp(c, body, info, ev)
+                before_write, after_emit = self._parse_connect_resp(c, body, info, ev)
             elif d == "c2s":
                 pend = self._parse_request(c, body, info, ev)
                 if pend is not None:
@@ -106,7 +106,11 @@ class FrameInspector:
 
         return before, None
 
-    def _parse_connect_resp(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]) -> AfterEmit:
+    def _parse_connect_resp(self, c: Conn, body: bytes, info: FrameInfo,
+                            ev: dict[str, Any]) -> tuple[BeforeWrite, AfterEmit]:
+        """The session is recorded when the frame's fate is known: at once if it is not forwarded
+        or the client has already closed, else just before it is written (a delayed response can
+        outlive its client)."""
         info.kind = "connect_resp"
         resp = ConnectResponse.decode(body)
         info.session_id = resp.session_id
@@ -122,9 +126,19 @@ class FrameInspector:
             c.negotiated_timeout_ms = resp.timeout
             c.state = ESTABLISHED
 
+        held: list[int] = []  # the frame's seq while it waits to be written
+
         def after(seq: int, forwarded: bool) -> None:
-            # a client that already closed its side receives nothing, whatever the proxy writes
-            delivered = forwarded and not c.client_eof
+            if forwarded and not c.client_eof:
+                held.append(seq)
+            else:  # dropped, or the client already closed its side: nobody receives it
+                record(seq, False)
+
+        def before() -> None:
+            if held:
+                record(held.pop(), not c.client_eof)
+
+        def record(seq: int, delivered: bool) -> None:
             if resp.expired:
                 self.emit("session_rejected", conn=c.ordinal, upstream=c.upstream,
                           requested_session_id=c.requested_session_id, frame_seq=seq,
@@ -147,7 +161,7 @@ class FrameInspector:
                 self.emit("session_orphaned", conn=c.ordinal, upstream=c.upstream, session_id=resp.session_id,
                           frame_seq=seq, reason="client_closed" if c.client_eof else "not_forwarded")
 
-        return after
+        return before, after
 
     def _parse_request(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]) -> Pending | None:
         p = parse_request(body)

@@ -447,6 +447,8 @@ class ZkProxy:
                           reason="client_closed")
                 continue
             if c.dead[d]:
+                if d == "s2c" and item.before_write is not None:
+                    item.before_write()  # a held ConnectResponse: recorded as not delivered
                 continue
             dst = c.up_w if d == "c2s" else c.client_w
             assert dst is not None
@@ -457,6 +459,8 @@ class ZkProxy:
                 await dst.drain()
             except (ConnectionError, OSError, RuntimeError):
                 c.dead[d] = True
+                if d == "s2c":
+                    c.client_eof = True  # the client is gone
                 continue
             if item.delayed:
                 self.emit("frame_released", conn=c.ordinal, upstream=c.upstream, dir=d, frame_seq=item.seq)

@@ -351,8 +351,9 @@ def test_held_frames_discarded_when_client_closes(tmp_path: Path) -> None:
     assert len([e for e in evs if e["f"] == "frame_discarded"]) == 2
 
 
-def test_connect_request_delivered_after_client_close_is_an_orphan(tmp_path: Path) -> None:
-    rules = [{"id": "slow", "match": {"kind": "connect_req"}, "action": {"type": "delay", "delay_ms": 300}}]
+@pytest.mark.parametrize("held", ["connect_req", "connect_resp"])
+def test_handshake_held_past_the_client_close_is_an_orphan(tmp_path: Path, held: str) -> None:
+    rules = [{"id": "slow", "match": {"kind": held}, "action": {"type": "delay", "delay_ms": 300}}]
 
     async def scenario(proxy: ZkProxy, fake: FakeZk, port: int) -> None:
         c = await Client.open(port)
@@ -365,10 +366,12 @@ def test_connect_request_delivered_after_client_close_is_an_orphan(tmp_path: Pat
     evs = run(tmp_path, scenario, rules)
     kinds = [e["f"] for e in evs]
     closed, = [e for e in evs if e["f"] == "client_close"]
-    assert closed["reason"] == "eof" and 0 < closed["held_ms"] <= 300 and closed["held_on_close"] == "deliver"
+    assert closed["reason"] == "eof" and closed["held_on_close"] == "deliver"
     assert kinds.index("client_close") < kinds.index("frame_released")
     resp, = frames(evs, kind="connect_resp")
-    assert resp["client_closed"] is True and resp["connect_result"] == "new"
+    assert resp["connect_result"] == "new" and resp.get("client_closed", False) is (held == "connect_req")
+    if held == "connect_req":
+        assert 0 < closed["held_ms"] <= 300
     est, = [e for e in evs if e["f"] == "session_established"]
     assert est["session_id"] == 0x101 and est["forwarded_to_client"] is False
     orphan, = [e for e in evs if e["f"] == "session_orphaned"]
