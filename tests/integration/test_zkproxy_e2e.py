@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -155,6 +156,10 @@ def test_connect_request_delayed_past_connect_timeout_makes_client_reconnect(pro
     # the client's FIN; whether the server answers before reading the FIN is a race, as on a real network
     proxy.wait_event("frame_released", frame_seq=delayed["seq"])
     assert proxy.wait_event("conn_close", conn=1)["closed_first"] == "client"
+    closed = proxy.events("client_close", conn=1)[0]  # the client's close is in the log itself
+    assert closed["seq"] < proxy.events("frame_released", frame_seq=delayed["seq"])[0]["seq"]
+    # if the server did answer the late ConnectRequest, nobody received that session
+    assert all(not e["forwarded_to_client"] for e in proxy.events("session_established", conn=1))
 
 
 # (c) ------------------------------------------------------------------------------------------
@@ -248,3 +253,47 @@ def test_kafka_14845_orphaned_ephemeral(proxy, zk_server, kazoo_clients):
     # S1 expires about T after its last packet; then the node is gone
     wait_for(lambda: direct.exists(path) is None, t_ms / 1000.0 + 10, "the orphan ephemeral to vanish")
     assert s1 not in tracked_sessions(zk_server)
+
+
+# (f) issue 12.6 ----------------------------------------------------------------------------------
+
+
+def test_connect_response_held_past_the_client_close_is_an_orphan(proxy, zk_server):
+    proxy.api.add_rule({"id": "slow-resp", "match": {"dir": "s2c", "kind": "connect_resp"},
+                        "action": {"type": "delay", "delay_ms": 1500}, "budget": {"times": 1}})
+    sock = socket.create_connection(("127.0.0.1", proxy.pp.ports[0]), timeout=5)
+    sock.sendall(zkwire.encode_connect_request(zkwire.ConnectRequest(timeout=4000)))
+    time.sleep(0.3)
+    sock.close()  # gives up while the proxy holds the server's answer
+    orphan = proxy.wait_event("session_orphaned")
+    assert orphan["reason"] == "client_closed" and orphan["session_id"] in tracked_sessions(zk_server)
+    est = proxy.events("session_established", session_id=orphan["session_id"])[0]
+    assert est["forwarded_to_client"] is False and est["connect_result"] == "new"
+    assert proxy.events("client_close", conn=1)[0]["seq"] < est["seq"]
+
+
+def test_frames_behind_a_delayed_one_log_their_hold(proxy, kazoo_clients):
+    zk = kazoo(kazoo_clients, proxy.hosts, timeout=4.0)
+    zk.ensure_path("/zkproxy-f")
+    proxy.api.add_rule({"id": "slow-get", "match": {"dir": "c2s", "op": "getData", "path_prefix": "/zkproxy-f"},
+                        "action": {"type": "delay", "delay_ms": 600}, "budget": {"times": 1}})
+    slow, behind = zk.get_async("/zkproxy-f"), zk.exists_async("/zookeeper")
+    slow.get(10), behind.get(10)
+    delayed = proxy.events("frame", action="delay")[0]
+    held = proxy.events("frame", dir="c2s", op=3, path="/zookeeper")[0]
+    assert held["seq"] > delayed["seq"] and held["action"] == "forward" and 0 < held["held_ms"] <= 600
+
+
+def test_add_watch_reply_and_its_notifications_parse(proxy, zk_server, kazoo_clients):
+    direct = kazoo(kazoo_clients, zk_server.connect_string, timeout=4.0)
+    direct.ensure_path("/zkproxy-g")
+    with zkwire.RawSession(proxy.pp.addresses[0], session_timeout_ms=4000) as s:
+        rep = s.request(zkwire.OpCode.ADD_WATCH, zkwire.PathModeRequest("/zkproxy-g", 1))  # PERSISTENT_RECURSIVE
+        assert rep.err == 0 and rep.body == zkwire.ErrorResponse(0) and rep.error is None
+        direct.create("/zkproxy-g/a", b"x")
+        proxy.wait_event("frame", kind="notification", path="/zkproxy-g/a")
+    reply = proxy.events("frame", dir="s2c", op=106)[0]
+    assert reply["err"] == 0 and "parse_error" not in reply
+    assert not [e for e in proxy.events("frame") if "parse_error" in e]
+    assert not proxy.events("notification_unparsed")
+    direct.delete("/zkproxy-g", recursive=True)
