@@ -297,3 +297,55 @@ def test_add_watch_reply_and_its_notifications_parse(proxy, zk_server, kazoo_cli
     assert not [e for e in proxy.events("frame") if "parse_error" in e]
     assert not proxy.events("notification_unparsed")
     direct.delete("/zkproxy-g", recursive=True)
+
+
+def raw_connect(port: int, session_id: int = 0, timeout_ms: int = 4000) -> zkwire.ConnectResponse | None:
+    """One ConnectRequest over a plain socket; the ConnectResponse, or None if the proxy closed."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(zkwire.encode_connect_request(zkwire.ConnectRequest(timeout=timeout_ms, session_id=session_id)))
+        data = b""
+        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+        return zkwire.ConnectResponse.decode(data[4:4 + int.from_bytes(data[:4], "big")])
+
+
+def test_connect_result_match_tells_an_expired_session_from_a_new_one(proxy, zk_server):
+    # a session id the server never issued: it answers "expired" (session id 0, timeOut 0)
+    proxy.api.add_rule({"id": "cut-expired", "match": {"kind": "connect_resp", "connect_result": "expired"},
+                        "action": {"type": "drop_then_close"}})
+    assert raw_connect(proxy.pp.ports[0], session_id=0x7E57_0000_0001) is None  # the rule cut it
+    fresh = raw_connect(proxy.pp.ports[0])  # a new session is not touched
+    assert fresh is not None and fresh.session_id != 0
+    expired, new = proxy.events("frame", kind="connect_resp")
+    assert expired["connect_result"] == "expired" and expired["rule_id"] == "cut-expired"
+    assert expired["action"] == "drop_then_close" and expired["session_id"] == 0
+    assert new["connect_result"] == "new" and new["action"] == "forward" and "rule_id" not in new
+    assert proxy.events("session_established", session_id=fresh.session_id)[0]["connect_result"] == "new"
+
+
+def test_frame_limit_follows_the_servers_and_can_be_set(proxy, zk_server, kazoo_clients, tmp_path):
+    direct = kazoo(kazoo_clients, zk_server.connect_string, timeout=4.0)
+    # about the largest node a default server accepts (its setData request, 32 bytes + data, is at
+    # most jute.maxbuffer): its getData reply (header, data, stat) is past 1 MiB, and a real client reads it
+    data = b"z" * (zkwire.JUTE_MAXBUFFER - 64)
+    direct.create("/zkproxy-big", b"")
+    try:
+        direct.set("/zkproxy-big", data)
+        zk = kazoo(kazoo_clients, proxy.hosts, timeout=4.0)
+        assert zk.get("/zkproxy-big")[0] == data
+        reply = proxy.events("frame", dir="s2c", op=4)[0]
+        assert reply["bytes"] > zkwire.JUTE_MAXBUFFER and not proxy.events("protocol_error")
+        # a limit set on the command line is the one the proxy enforces
+        with ProxyProcess([zk_server.connect_string], tmp_path / "small.jsonl", tmp_path / "small",
+                          max_frame=4096) as small:
+            evs = lambda: events(small.events)  # noqa: E731
+            zk2 = kazoo(kazoo_clients, small.connect_string, timeout=4.0)
+            zk2.get_async("/zkproxy-big")
+            err = wait_for(lambda: [e for e in evs() if e["f"] == "protocol_error"], 15, "the frame limit")[0]
+            assert err["dir"] == "s2c" and "4096" in err["error"]
+            assert [e["max_frame"] for e in evs() if e["f"] == "proxy_start"] == [4096]
+    finally:
+        direct.delete("/zkproxy-big")
