@@ -21,13 +21,15 @@ from kazoo.client import KazooClient
 
 from harness.components import ProcState
 from harness.components.kafka import KAFKA_CACHE, KafkaBroker, KafkaSettings, fetch_kafka
+from harness.components.sshd import EmbeddedSshd
 from harness.ports import free_port
-from harness.remote import LocalRemote
+from harness.remote import LocalRemote, SSHRemote
 from nemesis.zkproxy import ProxyProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
 VERSION = "3.9.1"
+NODE = "127.0.0.21"  # the broker node's address (loopback)
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
@@ -49,6 +51,19 @@ def kafka_libs() -> Path:
 
 
 @pytest.fixture
+def node(tmp_path: Path) -> Iterator[SSHRemote]:
+    """A broker node at its own loopback address, reached over SSH (the harness's embedded sshd)."""
+    sshd = EmbeddedSshd(tmp_path / "sshd", [NODE])
+    sshd.start()
+    try:
+        remote = SSHRemote("kafka1", NODE, sshd.port, sshd.user, str(sshd.client_key))
+        yield remote
+        remote.close()
+    finally:
+        sshd.stop()
+
+
+@pytest.fixture
 def zk(zk_server) -> Iterator[KazooClient]:
     c = KazooClient(hosts=zk_server.connect_string, timeout=4.0)
     c.start(timeout=20)
@@ -57,12 +72,13 @@ def zk(zk_server) -> Iterator[KazooClient]:
     c.close()
 
 
-def test_real_kafka_broker_registers_is_killed_restarted_and_stopped(zk_server, zk, kafka_libs, tmp_path):
+def test_real_kafka_broker_registers_is_killed_restarted_and_stopped(zk_server, zk, kafka_libs, node, tmp_path):
     chroot = f"/kafka-{uuid.uuid4().hex[:8]}"  # the session-wide server stays clean
-    host = "127.0.0.1"
+    host = NODE
     port = free_port(host)
     settings = KafkaSettings(VERSION, f"{zk_server.connect_string}{chroot}", session_timeout_ms=3000)
-    broker = KafkaBroker("kafka1", 1, host, port, LocalRemote(), str(tmp_path / "kafka1"), settings)
+    # shipped over SSH (SFTP) to the node's workdir, started and signalled over SSH
+    broker = KafkaBroker("kafka1", 1, host, port, node, str(tmp_path / "kafka1"), settings)
     ids = f"{chroot}/brokers/ids/1"
 
     def registration() -> dict | None:
