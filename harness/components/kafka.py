@@ -206,6 +206,21 @@ class KafkaBroker(RemoteProcess):
                 f"-Dlog4j.configuration=file:{shlex.quote(wd + '/log4j.properties')} "
                 f"-cp {shlex.quote(self.libs_dir + '/*')} {MAIN_CLASS} {shlex.quote(wd + '/server.properties')}"), None
 
+    @property
+    def previous_log(self) -> str:
+        return f"{self.workdir}/kafka-previous.log"
+
+    def start(self) -> None:
+        """Start the broker; the log of a previous start (before a kill or bounce) is kept."""
+        lf = shlex.quote(self.logfile)
+        self.remote.run(f"if test -s {lf}; then cat {lf} >> {shlex.quote(self.previous_log)}; fi", timeout=60)
+        super().start()
+
+    def logs(self, dest: Path) -> list[Path]:
+        """This start's log and, after a restart, the earlier ones (``NAME-kafka-previous.log``)."""
+        prev = self.download(self.previous_log, dest / f"{self.name}-{self.role}-previous.log")
+        return [*super().logs(dest), *([prev] if prev is not None else [])]
+
     def started(self) -> bool:
         """The broker says it finished starting (``KafkaServer.startup``); before that a SIGTERM
         halts it ("Kafka server is still starting up, cannot shut down!")."""

@@ -114,8 +114,11 @@ def test_real_kafka_broker_registers_is_killed_restarted_and_stopped(zk_server, 
         assert broker.stop(grace=60)
         assert broker.state() is ProcState.STOPPED
         wait_for(lambda: zk.exists(ids) is None, 10, f"{ids} to go on a clean stop")
-        log = broker.logs(tmp_path / "logs")[0].read_text()
+        log, previous = (p.read_text() for p in broker.logs(tmp_path / "logs"))
         assert "[KafkaServer id=1] started" in log and "[KafkaServer id=1] shut down completed" in log
+        # the first start's log survives the restart; Kafka logs the registration with its broker epoch
+        assert f"Registered broker 1 at path /brokers/ids/1 with addresses: PLAINTEXT://{host}:{port}, " \
+               f"czxid (broker epoch): {first['czxid']}" in previous
     finally:
         broker.stop(grace=5)
         zk.delete(chroot, recursive=True)
