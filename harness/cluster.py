@@ -165,7 +165,8 @@ class Cluster:
             return str(self.scratch / "nodes" / node.name)
         return f"{self.inv.workdir_base}/{self.run_id}/{node.name}"
 
-    def start(self, zkproxy_events: Path | None = None, zkproxy_seed: int = 0) -> None:
+    def start(self, zkproxy_events: Path | None = None, zkproxy_seed: int = 0,
+              zkproxy_max_frame: int | None = None) -> None:
         """Bring everything up. With ``zkproxy_events`` the ZooKeeper wire proxy sits between the
         agents' Toxiproxy links and the servers, writing its frame events there."""
         self.scratch.mkdir(parents=True, exist_ok=True)
@@ -175,17 +176,17 @@ class Cluster:
             self._provision()
         self._start_zookeeper()
         if zkproxy_events is not None:
-            self._start_zkproxy(zkproxy_events, zkproxy_seed)
+            self._start_zkproxy(zkproxy_events, zkproxy_seed, zkproxy_max_frame)
         self._start_toxiproxy()
 
-    def _start_zkproxy(self, events: Path, seed: int) -> None:
+    def _start_zkproxy(self, events: Path, seed: int, max_frame: int | None = None) -> None:
         from nemesis.zkproxy import ProxyProcess
 
         assert self.ensemble is not None
         self.log("starting the ZooKeeper wire proxy")
         self.zkproxy = ProxyProcess([m.client_address for m in self.ensemble.members], events,
                                     self.scratch / "zkproxy", seed=seed, listen_host=self.inv.toxiproxy.host,
-                                    run=self.run_id)
+                                    run=self.run_id, max_frame=max_frame)
         self.zkproxy.start()
         self.state.local_pids.append(self.zkproxy.process.pid)
         self.state.save()

@@ -20,7 +20,7 @@ class Effects:
     cluster: Callable[[Inventory, Path, str, Callable[[str], None]], Any]
     observer: Callable[[Any, list[int], EventWriter], Any]
     nemeses: Callable[[Any, TestSpec, Any], list[Any]]  # (cluster, spec, per-run wire proxy or None)
-    wire_proxy: Callable[[Any, Path, str], Any]
+    wire_proxy: Callable[..., Any]  # (cluster, events, run_id, *, max_frame=None) -> ProxyProcess
     check: Callable[[Any, str, TestSpec], dict[str, Any]]  # (engine, history path, spec) → result
     prepare_check: Callable[[Any, TestSpec], None] = lambda engine, spec: None  # noqa: E731 - (engine, spec)
 
@@ -42,12 +42,12 @@ def _real_observer(cluster: Any, brokers: list[int], events: EventWriter) -> Any
     return BrokerObserver(cluster.ensemble.connect_string, brokers, events)
 
 
-def _real_wire_proxy(cluster: Any, events: Path, run_id: str) -> Any:
+def _real_wire_proxy(cluster: Any, events: Path, run_id: str, *, max_frame: int | None = None) -> Any:
     from nemesis.zkproxy import ProxyProcess
 
     proxy = ProxyProcess([m.client_address for m in cluster.ensemble.members], events,
                          Path(cluster.scratch) / f"zkproxy-{run_id}", listen_host=cluster.inv.toxiproxy.host,
-                         run=run_id)
+                         run=run_id, max_frame=max_frame)
     proxy.start()
     return proxy
 

@@ -175,7 +175,8 @@ class Engine:
         self.cluster = self.effects.cluster(inv, self._scratch / cluster_id, cluster_id,
                                             lambda m: self.say(f"  [dim]{m}[/]"))
         self._shape = spec.cluster_shape()
-        self.cluster.start(zkproxy_events=zkproxy_events, zkproxy_seed=spec.seed or 0)
+        self.cluster.start(zkproxy_events=zkproxy_events, zkproxy_seed=spec.seed or 0,
+                           zkproxy_max_frame=spec.zkproxy_max_frame)
         self.cold_s = time.monotonic() - t
         self.say(f"[bold]cluster up[/] in {self.cold_s:.1f}s: ZooKeeper {self.cluster.ensemble.modes()}")
         return self.cluster
@@ -280,7 +281,8 @@ class Engine:
         brokers = spec.brokers or [b.broker_id for b in self.inv.brokers]
         proxy = None
         if spec.pipeline_zkproxy:
-            proxy = self.effects.wire_proxy(cluster, events_dir / "zkproxy.jsonl", run_id)
+            proxy = self.effects.wire_proxy(cluster, events_dir / "zkproxy.jsonl", run_id,
+                                            max_frame=spec.zkproxy_max_frame)
         runner = NemesisRunner(cluster, writers["nemesis"], self.effects.nemeses(cluster, spec, proxy))
         observer = self.effects.observer(cluster, brokers, writers["observer"])
         ctx = RunContext(self, spec, cluster, runner, writers, run_id, run_dir, brokers)

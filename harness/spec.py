@@ -54,6 +54,9 @@ class TestSpec:
     # Brokers whose pipelining session (Kafka's Netty client emulation) dials a wire proxy started
     # for the run, while their kazoo session keeps its Toxiproxy links (KAFKA-14845).
     pipeline_zkproxy: tuple[int, ...] = ()
+    # The wire proxy's largest frame body (bytes); None: PROXY_MAX_FRAME (jute.maxbuffer default +
+    # 1024). Raise it with the servers' jute.maxbuffer.
+    zkproxy_max_frame: int | None = None
     workload: Workload = NONE
     schedule: Schedule | None = None  # timed nemesis steps
     # A scripted story (a JIRA's), called with the run's ``harness.engine.RunContext``: it acts only
@@ -73,6 +76,10 @@ class TestSpec:
     def __post_init__(self) -> None:
         if self.zkproxy not in ZKPROXY_MODES:
             raise ValueError(f"zkproxy is one of {ZKPROXY_MODES}, not {self.zkproxy!r}")
+        if self.zkproxy_max_frame is not None and (
+                isinstance(self.zkproxy_max_frame, bool) or not isinstance(self.zkproxy_max_frame, int)
+                or not 0 < self.zkproxy_max_frame < 2**31):
+            raise ValueError(f"zkproxy_max_frame is an integer in [1, 2^31), not {self.zkproxy_max_frame!r}")
         if self.agents_end not in AGENT_ENDS:
             raise ValueError(f"agents_end is one of {AGENT_ENDS}, not {self.agents_end!r}")
 

@@ -8,6 +8,7 @@ written; readers tolerate a torn last line.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -39,7 +40,10 @@ class Event:
     def to_json(self) -> str:
         d = asdict(self)
         d["id"] = self.id
-        return json.dumps(d, separators=(",", ":"), default=_json_default)
+        try:  # strict JSON: NaN/Infinity are not JSON, and readers (Spark, jq) reject them
+            return json.dumps(d, separators=(",", ":"), default=_json_default, allow_nan=False)
+        except ValueError:
+            return json.dumps(_finite(d), separators=(",", ":"), default=_json_default, allow_nan=False)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Event:
@@ -54,6 +58,18 @@ class Event:
             process=d.get("process"),
             value=d.get("value") or {},
         )
+
+
+def _finite(o: Any) -> Any:
+    """``o`` with every non-finite float as its name ("NaN", "Infinity", "-Infinity"): a reader
+    takes the wrong-typed field as null, and the line stays strict JSON."""
+    if isinstance(o, float) and not math.isfinite(o):
+        return "NaN" if o != o else ("Infinity" if o > 0 else "-Infinity")
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple, set, frozenset)):
+        return [_finite(v) for v in o]
+    return o
 
 
 def _json_default(o: Any) -> Any:

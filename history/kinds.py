@@ -74,7 +74,8 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "action": "str", "rule_id": "str", "held_ms": "float", "p_draw": "float", "req_seq": "int",
     "multi_errs": "json", "multi_failed": "bool", "created_paths": "json",
     "parse_error": "str", "last_zxid_seen": "int", "read_only": "bool", "protocol_version": "int",
-    "expired": "bool", "ephemeral": "bool", "flags": "int", "event_type": "int", "event_name": "str",
+    "expired": "bool", "connect_result": "str", "client_closed": "bool", "raw_hex": "str", "max_frame": "int",
+    "ephemeral": "bool", "flags": "int", "event_type": "int", "event_name": "str",
     "closed_first": "str", "frames": "json", "pending": "json", "blackhole": "json", "dirs": "strs",
     "cause_seq": "int", "after_ms": "float", "rst": "bool", "frame_seq": "int", "forwarded_to_client": "bool",
     "expected": "int", "got": "int", "word": "str", "name": "str", "armed": "bool", "was_armed": "bool",
@@ -199,12 +200,15 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _zkproxy("frame", "conn upstream dir kind bytes session_id xid op:int op_name path:json sub_ops zxid err "
                       "action rule_id delay_ms held_ms p_draw req_seq latency_ms multi_errs multi_failed "
                       "created_paths parse_error timeout_ms last_zxid_seen read_only protocol_version "
-                      "expired ephemeral flags event_type event_name"),
+                      "expired connect_result client_closed ephemeral flags event_type event_name"),
     _zkproxy("conn_open", "conn upstream listener client upstream_local error"),
     _zkproxy("conn_close", "conn upstream closed_first reason state blackhole bytes:json frames pending "
                            "session_id"),
     _zkproxy("session_established", "conn upstream session_id requested_session_id new:bool "
-                                    "negotiated_timeout_ms frame_seq forwarded_to_client"),
+                                    "negotiated_timeout_ms frame_seq forwarded_to_client connect_result"),
+    _zkproxy("session_orphaned", "conn upstream session_id frame_seq reason"),
+    _zkproxy("client_close", "conn upstream reason state session_id held_ms held_on_close"),
+    _zkproxy("notification_unparsed", "conn upstream frame_seq bytes raw_hex parse_error"),
     _zkproxy("session_rejected", "conn upstream requested_session_id frame_seq forwarded_to_client"),
     _zkproxy("blackhole", "conn upstream dirs rule_id session_id cause_seq"),
     _zkproxy("close_scheduled", "conn upstream rule_id after_ms rst cause_seq"),
@@ -219,7 +223,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _zkproxy("rule_removed", "rule_id"),
     _zkproxy("rules_cleared", "count"),
     _zkproxy("rule_armed", "name armed rule_ids was_armed"),
-    _zkproxy("proxy_start", "listeners rules seed held_on_close"),
+    _zkproxy("proxy_start", "listeners rules seed held_on_close max_frame"),
     _zkproxy("proxy_stop", "connections sessions"),
 )})
 

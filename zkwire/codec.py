@@ -18,6 +18,7 @@ from zkwire.constants import (
     ERR_NAMES,
     FOUR_LETTER_WORDS,
     FRAME_HEADER_LEN,
+    JUTE_EXTRASIZE,
     JUTE_MAXBUFFER,
     OP_CODES,
     OP_NAMES,
@@ -69,6 +70,7 @@ from zkwire.records import (
 from zkwire.reply_bodies import (
     REPLY_TYPES,
     Create2Response,
+    ErrorResponse,
     ErrorResult,
     GetACLResponse,
     GetAllChildrenNumberResponse,
@@ -107,7 +109,7 @@ from zkwire.request_bodies import (
 __all__ = [
     # constants
     "CONNECT_REQUEST_LEN", "CONNECT_RESPONSE_LEN", "ERR_NAMES", "FOUR_LETTER_WORDS", "FRAME_HEADER_LEN",
-    "JUTE_MAXBUFFER", "OP_CODES", "OP_NAMES", "PASSWD_LEN", "STAT_LEN", "XID_AUTH", "XID_NOTIFICATION",
+    "JUTE_EXTRASIZE", "JUTE_MAXBUFFER", "OP_CODES", "OP_NAMES", "PASSWD_LEN", "STAT_LEN", "XID_AUTH", "XID_NOTIFICATION",
     "XID_PING", "XID_SET_WATCHES", "CreateFlags", "Err", "OpCode", "Perms", "err_name", "is_ephemeral_flags",
     "is_four_letter_word", "op_code", "op_name",
     # framing
@@ -122,7 +124,7 @@ __all__ = [
     "ACL", "MULTI_TERMINATOR", "OPEN_ACL_UNSAFE", "ConnectRequest", "ConnectResponse", "EmptyRecord",
     "MultiHeader", "ReplyHeader", "RequestHeader", "Stat",
     # reply bodies
-    "REPLY_TYPES", "Create2Response", "ErrorResult", "GetACLResponse", "GetAllChildrenNumberResponse",
+    "REPLY_TYPES", "Create2Response", "ErrorResponse", "ErrorResult", "GetACLResponse", "GetAllChildrenNumberResponse",
     "GetChildren2Response", "GetChildrenResponse", "GetDataResponse", "GetEphemeralsResponse", "MultiResponse",
     "PathResponse", "SaslResponse", "StatResponse", "WatcherEvent", "WhoAmIResponse",
     # request bodies

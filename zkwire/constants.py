@@ -9,6 +9,10 @@ Values are ZooKeeper's own: ``ZooDefs.OpCode`` and ``ZooDefs.Perms``
 from __future__ import annotations
 
 JUTE_MAXBUFFER = 0xFFFFF  # jute.maxbuffer default (1 MiB - 1); the server's check is len > maxbuffer
+# zookeeper.jute.maxbuffer.extrasize floor (BinaryInputArchive): a reply may carry a full
+# jute.maxbuffer payload plus its header, stat and lengths, so a proxy allows this much on top.
+JUTE_EXTRASIZE = 1024
+PROXY_MAX_FRAME = JUTE_MAXBUFFER + JUTE_EXTRASIZE  # the proxy's default frame limit
 FRAME_HEADER_LEN = 4
 CONNECT_REQUEST_LEN = 45  # 44 without readOnly (very old clients)
 CONNECT_RESPONSE_LEN = 37  # 36 without readOnly

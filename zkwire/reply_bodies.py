@@ -129,6 +129,21 @@ class ErrorResult(Record):
 
 
 @dataclass(slots=True)
+class ErrorResponse(Record):
+    """``ErrorResponse { int err }``: the body of an addWatch (106) reply. ``FinalRequestProcessor``
+    answers addWatch with ``new ErrorResponse(0)``, and ``ZooKeeper.addWatch`` reads one."""
+
+    err: int
+
+    def write(self, w: Writer) -> None:
+        w.int(self.err)
+
+    @classmethod
+    def read(cls, r: Reader) -> ErrorResponse:
+        return cls(r.int())
+
+
+@dataclass(slots=True)
 class WatcherEvent(Record):
     """A notification body (after ``ReplyHeader(-1, zxid, 0)``)."""
 
@@ -227,7 +242,7 @@ REPLY_TYPES: dict[int, Callable[[Reader], Record]] = {
     OpCode.SASL: SaslResponse.read,
     OpCode.GET_EPHEMERALS: GetEphemeralsResponse.read,
     OpCode.GET_ALL_CHILDREN_NUMBER: GetAllChildrenNumberResponse.read,
-    OpCode.ADD_WATCH: EmptyRecord.read,
+    OpCode.ADD_WATCH: ErrorResponse.read,
     OpCode.WHO_AM_I: WhoAmIResponse.read,
     OpCode.CLOSE_SESSION: EmptyRecord.read,
     OpCode.RECONFIG: GetDataResponse.read,

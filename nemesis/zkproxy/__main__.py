@@ -24,12 +24,23 @@ from history import EventWriter
 from nemesis.zkproxy.control import ControlServer
 from nemesis.zkproxy.proxy import HELD_ON_CLOSE, ListenerSpec, ZkProxy
 from nemesis.zkproxy.rules import load_rules_file
+from zkwire.constants import JUTE_EXTRASIZE, PROXY_MAX_FRAME
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(s: str) -> int:
+    try:
+        n = int(s, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+    if not 0 < n < 2**31:
+        raise argparse.ArgumentTypeError(f"must be in [1, 2^31), got {n}")
+    return n
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", default="", help="run id for the event envelope")
     p.add_argument("--held-on-close", choices=HELD_ON_CLOSE, default="deliver",
                    help="client closed while c2s frames are held by a delay: deliver them or discard them")
+    p.add_argument("--max-frame", type=_positive_int, default=PROXY_MAX_FRAME, metavar="BYTES",
+                   help="largest frame body accepted (match the servers' jute.maxbuffer; default "
+                        f"{PROXY_MAX_FRAME} = jute.maxbuffer default + {JUTE_EXTRASIZE} slack)")
     return p
 
 
@@ -65,7 +79,8 @@ async def _amain(args: argparse.Namespace) -> int:
         raise UsageError(f"--control {args.control!r}: expected HOST:PORT")
     rules = load_rules_file(args.rules) if args.rules else []
     ev = EventWriter(args.events, "zkproxy", run=args.run)
-    proxy = ZkProxy(specs, ev, rules=rules, seed=args.seed, held_on_close=args.held_on_close)
+    proxy = ZkProxy(specs, ev, rules=rules, seed=args.seed, held_on_close=args.held_on_close,
+                    max_frame=args.max_frame)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -122,6 +122,7 @@ class ProxyProcess(LocalProcess):
         seed: int = 0,
         listen_host: str = "127.0.0.1",
         run: str = "",
+        max_frame: int | None = None,
         extra_args: list[str] | None = None,
         python: str = sys.executable,
     ) -> None:
@@ -140,6 +141,10 @@ class ProxyProcess(LocalProcess):
             args += ["--rules", str(rules)]
         if run:
             args += ["--run", run]
+        if max_frame is not None:
+            if isinstance(max_frame, bool) or not isinstance(max_frame, int) or not 0 < max_frame < 2**31:
+                raise ValueError(f"max_frame must be an integer in [1, 2^31), got {max_frame!r}")
+            args += ["--max-frame", str(max_frame)]
         args += extra_args or []
         self.args = args
         self.ready: dict[str, Any] = {}

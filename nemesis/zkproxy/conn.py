@@ -70,6 +70,7 @@ class Conn:
     session_id: int | None = None
     negotiated_timeout_ms: int | None = None
     closed_first: str | None = None
+    client_eof: bool = False  # the client closed its side (FIN or reset)
     close_reason: str | None = None
     mode_decided: asyncio.Event = field(default_factory=asyncio.Event)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)

@@ -38,6 +38,27 @@ class _HttpError(Exception):
         self.status = status
 
 
+MAX_BODY = 1 << 20  # a rules document is a few KiB
+
+
+def _reject_constant(name: str) -> Any:
+    raise _HttpError(400, f"request body is not strict JSON: {name} is not a number")
+
+
+def decode_body(raw: bytes) -> Any:
+    """A request body: empty -> None, else strict UTF-8 JSON (no NaN/Infinity); else a 400."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _HttpError(400, f"request body is not UTF-8: bad byte at offset {e.start}") from None
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise _HttpError(400, f"request body is not JSON: {e.msg} (line {e.lineno} column {e.colno})") from None
+
+
 class ControlServer:
     def __init__(self, proxy: ZkProxy, loop: asyncio.AbstractEventLoop, host: str = "127.0.0.1", port: int = 0):
         self.proxy = proxy
@@ -126,20 +147,33 @@ class ControlServer:
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 return None
 
+            def _body(self) -> Any:
+                cl = self.headers.get("Content-Length")
+                if cl is None:
+                    return None
+                cl = cl.strip()
+                if not (cl.isascii() and cl.isdigit()) or int(cl) > MAX_BODY:
+                    self.close_connection = True  # the body's end is unknown: this connection is done
+                    raise _HttpError(400, f"bad Content-Length {cl[:40]!r}: expected 0..{MAX_BODY}")
+                n = int(cl)
+                raw = self.rfile.read(n) if n else b""
+                if len(raw) < n:
+                    self.close_connection = True
+                    raise _HttpError(400, f"request body ended after {len(raw)} of {n} bytes")
+                return decode_body(raw)
+
             def _do(self, method: str) -> None:
                 try:
-                    n = int(self.headers.get("Content-Length") or 0)
-                    raw = self.rfile.read(n) if n else b""
-                    try:
-                        body = json.loads(raw) if raw.strip() else None
-                    except json.JSONDecodeError as e:
-                        raise _HttpError(400, f"request body is not JSON: {e.msg}") from None
+                    body = self._body()
                     status, out = server.route(method, self.path, body)
                 except _HttpError as e:
                     status, out = e.status, {"error": str(e)}
                 except Exception as e:  # noqa: BLE001 - report, keep serving
                     status, out = 500, {"error": f"{type(e).__name__}: {e}"}
-                data = json.dumps(out).encode()
+                try:
+                    data = json.dumps(out, allow_nan=False).encode()
+                except ValueError as e:
+                    status, data = 500, json.dumps({"error": f"unserialisable answer: {e}"}).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

@@ -24,6 +24,17 @@ from zkwire.reply_bodies import Create2Response, MultiResponse, PathResponse, Wa
 BeforeWrite = Callable[[], None]  # runs just before the frame is written to its destination
 AfterEmit = Callable[[int, bool], None]  # (frame event seq, forwarded?) once the frame is logged
 Emit = Callable[..., int]  # ZkProxy.emit: event name + fields -> seq
+RAW_HEX_BYTES = 64  # how much of an unparsable frame body an event carries, as hex
+
+
+def connect_result(requested: int | None, resp: ConnectResponse) -> str:
+    """What a ConnectResponse did: ``expired`` (session id 0 / timeOut 0: the requested session is
+    gone), ``reattached`` (the requested session again) or ``new`` (a fresh session)."""
+    if resp.expired:
+        return "expired"
+    if requested not in (0, None) and resp.session_id == requested:
+        return "reattached"
+    return "new"
 
 
 class FrameInspector:
@@ -41,17 +52,29 @@ class FrameInspector:
             if d == "c2s" and first:
                 before_write, after_emit = self._parse_connect_req(c, body, info, ev)
             elif d == "s2c" and first:
-                after_emit = self._parse_connect_resp(c, body, info, ev)
+                before_write, after_emit = self._parse_connect_resp(c, body, info, ev)
             elif d == "c2s":
                 pend = self._parse_request(c, body, info, ev)
                 if pend is not None:
                     before_write = self._pusher(c, pend)
                     after_emit = self._req_seq_setter(pend)
             else:
-                self._parse_reply(c, body, info, ev)
+                after_emit = self._parse_reply(c, body, info, ev)
         except JuteError as e:
             ev["parse_error"] = str(e)
+            if d == "s2c" and not first and body[:4] == b"\xff\xff\xff\xff":  # a short notification
+                info.kind = "notification"
+                after_emit = self._unparsed_notification(c, body, str(e))
         return before_write, after_emit
+
+    def _unparsed_notification(self, c: Conn, body: bytes, error: str) -> AfterEmit:
+        """A notification that does not parse is still forwarded; this logs what it was."""
+
+        def log(seq: int, forwarded: bool) -> None:
+            self.emit("notification_unparsed", conn=c.ordinal, upstream=c.upstream, frame_seq=seq,
+                      bytes=len(body), raw_hex=body[:RAW_HEX_BYTES].hex(), parse_error=error)
+
+        return log
 
     @staticmethod
     def _pusher(c: Conn, pend: Pending) -> BeforeWrite:
@@ -83,12 +106,19 @@ class FrameInspector:
 
         return before, None
 
-    def _parse_connect_resp(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]) -> AfterEmit:
+    def _parse_connect_resp(self, c: Conn, body: bytes, info: FrameInfo,
+                            ev: dict[str, Any]) -> tuple[BeforeWrite, AfterEmit]:
+        """The session is recorded when the frame's fate is known: at once if it is not forwarded
+        or the client has already closed, else just before it is written (a delayed response can
+        outlive its client)."""
         info.kind = "connect_resp"
         resp = ConnectResponse.decode(body)
         info.session_id = resp.session_id
+        info.connect_result = connect_result(c.requested_session_id, resp)
         ev.update(session_id=resp.session_id, timeout_ms=resp.timeout, expired=resp.expired,
-                  read_only=resp.read_only)
+                  read_only=resp.read_only, connect_result=info.connect_result)
+        if c.client_eof:
+            ev["client_closed"] = True
         if resp.expired:
             c.state = CLOSING
         else:
@@ -96,11 +126,23 @@ class FrameInspector:
             c.negotiated_timeout_ms = resp.timeout
             c.state = ESTABLISHED
 
+        held: list[int] = []  # the frame's seq while it waits to be written
+
         def after(seq: int, forwarded: bool) -> None:
+            if forwarded and not c.client_eof:
+                held.append(seq)
+            else:  # dropped, or the client already closed its side: nobody receives it
+                record(seq, False)
+
+        def before() -> None:
+            if held:
+                record(held.pop(), not c.client_eof)
+
+        def record(seq: int, delivered: bool) -> None:
             if resp.expired:
                 self.emit("session_rejected", conn=c.ordinal, upstream=c.upstream,
                           requested_session_id=c.requested_session_id, frame_seq=seq,
-                          forwarded_to_client=forwarded)
+                          forwarded_to_client=delivered)
                 return
             s = self.sessions.setdefault(resp.session_id, {
                 "session_id": resp.session_id, "first_conn": c.ordinal, "conns": [],
@@ -112,10 +154,14 @@ class FrameInspector:
             self.emit("session_established", conn=c.ordinal, upstream=c.upstream, session_id=resp.session_id,
                       negotiated_timeout_ms=resp.timeout, requested_session_id=c.requested_session_id,
                       new=c.requested_session_id in (0, None), frame_seq=seq,
-                      forwarded_to_client=forwarded)
-            s["forwarded_to_client"] = forwarded
+                      forwarded_to_client=delivered, connect_result=info.connect_result)
+            s["forwarded_to_client"] = delivered
+            if not delivered:  # the server holds a session nobody received
+                s["orphan"] = True
+                self.emit("session_orphaned", conn=c.ordinal, upstream=c.upstream, session_id=resp.session_id,
+                          frame_seq=seq, reason="client_closed" if c.client_eof else "not_forwarded")
 
-        return after
+        return before, after
 
     def _parse_request(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]) -> Pending | None:
         p = parse_request(body)
@@ -140,7 +186,7 @@ class FrameInspector:
             return Pending(p.xid, p.op, info.paths, p.ephemeral, 0, 0.0)
         return None
 
-    def _parse_reply(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]) -> None:
+    def _parse_reply(self, c: Conn, body: bytes, info: FrameInfo, ev: dict[str, Any]) -> AfterEmit | None:
         # header first: the xid decides the parse
         xid = int.from_bytes(body[:4], "big", signed=True) if len(body) >= 4 else None
         op: int | None = None
@@ -169,7 +215,10 @@ class FrameInspector:
                 info.paths = [rep.body.path] if rep.body.path else []
                 ev.update(path=rep.body.path, event_type=rep.body.type, event_name=rep.body.type_name,
                           state=rep.body.state)
-            return
+            if rep.error:
+                ev["parse_error"] = rep.error
+                return self._unparsed_notification(c, body, rep.error)
+            return None
         info.op = op
         ev.update(op=op, op_name=op_name(op))
         if pend is not None:
@@ -187,3 +236,4 @@ class FrameInspector:
             ev["created_paths"] = [rep.body.path]
         if rep.error:
             ev["parse_error"] = rep.error
+        return None

@@ -24,7 +24,7 @@ from history import EventWriter
 from nemesis.zkproxy.conn import CLOSED, CLOSING, HANDSHAKE, NEW, RAW, Conn, Item, set_rst
 from nemesis.zkproxy.inspector import FrameInspector
 from nemesis.zkproxy.rules import Decision, FrameInfo, Rule, RuleSet
-from zkwire.constants import JUTE_MAXBUFFER, is_four_letter_word
+from zkwire.constants import PROXY_MAX_FRAME, is_four_letter_word
 from zkwire.framing import FrameError, read_frame
 
 HELD_ON_CLOSE = ("deliver", "discard")
@@ -64,11 +64,13 @@ class ZkProxy:
         rules: list[Rule] | None = None,
         seed: int = 0,
         held_on_close: str = "deliver",
-        max_frame: int = JUTE_MAXBUFFER,
+        max_frame: int = PROXY_MAX_FRAME,
         connect_timeout_s: float = 5.0,
     ) -> None:
         if held_on_close not in HELD_ON_CLOSE:
             raise ValueError(f"held_on_close must be one of {HELD_ON_CLOSE}")
+        if isinstance(max_frame, bool) or not isinstance(max_frame, int) or not 0 < max_frame < 2**31:
+            raise ValueError(f"max_frame must be an integer in [1, 2^31), got {max_frame!r}")
         self.specs = listeners
         self.ev = events
         self.seed = seed
@@ -100,7 +102,7 @@ class ZkProxy:
             host, port = srv.sockets[0].getsockname()[:2]
             self.bound.append((host, port))
         self.emit(
-            "proxy_start", seed=self.seed, held_on_close=self.held_on_close,
+            "proxy_start", seed=self.seed, held_on_close=self.held_on_close, max_frame=self.max_frame,
             listeners=self.listeners_info(), rules=[r.to_dict() for r in self.ruleset.rules],
         )
         return self.bound
@@ -249,6 +251,7 @@ class ZkProxy:
             first4 = await c.client_r.readexactly(4)
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             self._note_closed(c, "client", "eof_before_first_frame")
+            self._client_closed(c, "eof_before_first_frame")
             c.mode_decided.set()
             c.queues["c2s"].put_nowait(Item(0.0, kind="eof"))
             return
@@ -271,11 +274,20 @@ class ZkProxy:
         except FrameError as e:
             self.emit("protocol_error", conn=c.ordinal, upstream=c.upstream, dir="c2s", error=str(e))
             self._abort(c, "proxy", "protocol_error")
-        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+        except (asyncio.IncompleteReadError, ConnectionError, OSError) as e:
             self._note_closed(c, "client", "eof")
+            self._client_closed(c, "reset" if isinstance(e, ConnectionResetError) else "eof")
             if self.held_on_close == "discard":
                 c.discard_held["c2s"] = True
             c.queues["c2s"].put_nowait(Item(0.0, kind="eof"))
+
+    def _client_closed(self, c: Conn, reason: str) -> None:
+        """The client closed its side: from now on nothing the server says reaches it."""
+        c.client_eof = True
+        held_s = c.last_release["c2s"] - asyncio.get_running_loop().time()  # frames still held c2s
+        self.emit("client_close", conn=c.ordinal, upstream=c.upstream, reason=reason, state=c.state,
+                  session_id=c.session_id, held_ms=round(max(held_s, 0.0) * 1000.0, 3),
+                  held_on_close=self.held_on_close)
 
     async def _s2c_reader(self, c: Conn) -> None:
         assert c.up_r is not None
@@ -356,6 +368,7 @@ class ZkProxy:
             c.last_release[d] = release
             if act.type == "delay":
                 ev["delay_ms"] = act.delay_ms
+            if release > loop_now:  # its own delay, or queued behind a delayed frame (no overtaking)
                 ev["held_ms"] = round((release - loop_now) * 1000.0, 3)
             seq = self.emit("frame", **ev)
             if after_emit:
@@ -434,6 +447,8 @@ class ZkProxy:
                           reason="client_closed")
                 continue
             if c.dead[d]:
+                if d == "s2c" and item.before_write is not None:
+                    item.before_write()  # a held ConnectResponse: recorded as not delivered
                 continue
             dst = c.up_w if d == "c2s" else c.client_w
             assert dst is not None
@@ -444,6 +459,8 @@ class ZkProxy:
                 await dst.drain()
             except (ConnectionError, OSError, RuntimeError):
                 c.dead[d] = True
+                if d == "s2c":
+                    c.client_eof = True  # the client is gone
                 continue
             if item.delayed:
                 self.emit("frame_released", conn=c.ordinal, upstream=c.upstream, dir=d, frame_seq=item.seq)

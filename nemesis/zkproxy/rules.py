@@ -23,6 +23,7 @@ time with ``probability`` p drawn from the rule's own RNG seeded from (proxy see
 from __future__ import annotations
 
 import json
+import math
 import random
 import tomllib
 from dataclasses import dataclass, field
@@ -37,8 +38,11 @@ KINDS = ("connect_req", "connect_resp", "request", "reply", "notification", "pin
 ACTIONS = ("forward", "delay", "drop_then_blackhole", "drop_then_close", "close", "drop")
 BLACKHOLE_MODES = ("s2c", "c2s", "both")
 CLOSE_WHEN = ("before", "after")
+# what a ConnectResponse did: a session for a request with id 0 (or another id), the requested
+# session again, or "expired" (session id 0 / timeOut 0: ZooKeeperServer.finishSessionInit)
+CONNECT_RESULTS = ("new", "reattached", "expired")
 
-MATCH_KEYS = ("dir", "kind", "op", "path_prefix", "ephemeral", "session_id", "upstream", "conn")
+MATCH_KEYS = ("dir", "kind", "op", "path_prefix", "ephemeral", "session_id", "upstream", "conn", "connect_result")
 BUDGET_KEYS = ("skip", "times", "probability", "from_ms", "until_ms", "arm")
 ACTION_KEYS: dict[str, tuple[str, ...]] = {
     "forward": (),
@@ -69,6 +73,7 @@ class FrameInfo:
     paths: list[str] = field(default_factory=list)
     ephemeral: bool = False
     session_id: int | None = None
+    connect_result: str | None = None  # ConnectResponses only: one of CONNECT_RESULTS
 
 
 @dataclass(slots=True)
@@ -81,6 +86,7 @@ class Match:
     session_id: frozenset[int] | None = None
     upstream: frozenset[int | str] | None = None
     conn: frozenset[int] | None = None
+    connect_result: frozenset[str] | None = None
 
     def matches(self, f: FrameInfo) -> bool:
         if self.dir is not None and f.dir not in self.dir:
@@ -98,6 +104,8 @@ class Match:
         if self.session_id is not None and f.session_id not in self.session_id:
             return False
         if self.upstream is not None and f.upstream not in self.upstream and f.upstream_addr not in self.upstream:
+            return False
+        if self.connect_result is not None and f.connect_result not in self.connect_result:
             return False
         return self.conn is None or f.conn in self.conn
 
@@ -175,6 +183,8 @@ def _int(ctx: _Ctx, key: str, v: Any, *, minimum: int | None = None) -> int:
 def _num(ctx: _Ctx, key: str, v: Any, *, minimum: float = 0.0) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ctx.fail(key, f"expected a number, got {v!r}")
+    if not math.isfinite(v):
+        raise ctx.fail(key, f"expected a finite number, got {v!r}")
     if v < minimum:
         raise ctx.fail(key, f"must be >= {minimum}, got {v}")
     return float(v)
@@ -240,6 +250,8 @@ def _parse_match(ctx: _Ctx, spec: Any) -> Match:
             else:
                 ups.add(_int(ctx, "match.upstream", x, minimum=0))
         m.upstream = frozenset(ups)
+    if "connect_result" in d:
+        m.connect_result = _choice_set(ctx, "match.connect_result", d["connect_result"], CONNECT_RESULTS)
     if "conn" in d:
         m.conn = frozenset(_int(ctx, "match.conn", x, minimum=1) for x in _as_list(d["conn"]))
     return m

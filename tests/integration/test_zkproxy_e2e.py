@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -155,6 +156,10 @@ def test_connect_request_delayed_past_connect_timeout_makes_client_reconnect(pro
     # the client's FIN; whether the server answers before reading the FIN is a race, as on a real network
     proxy.wait_event("frame_released", frame_seq=delayed["seq"])
     assert proxy.wait_event("conn_close", conn=1)["closed_first"] == "client"
+    closed = proxy.events("client_close", conn=1)[0]  # the client's close is in the log itself
+    assert closed["seq"] < proxy.events("frame_released", frame_seq=delayed["seq"])[0]["seq"]
+    # if the server did answer the late ConnectRequest, nobody received that session
+    assert all(not e["forwarded_to_client"] for e in proxy.events("session_established", conn=1))
 
 
 # (c) ------------------------------------------------------------------------------------------
@@ -248,3 +253,99 @@ def test_kafka_14845_orphaned_ephemeral(proxy, zk_server, kazoo_clients):
     # S1 expires about T after its last packet; then the node is gone
     wait_for(lambda: direct.exists(path) is None, t_ms / 1000.0 + 10, "the orphan ephemeral to vanish")
     assert s1 not in tracked_sessions(zk_server)
+
+
+# (f) issue 12.6 ----------------------------------------------------------------------------------
+
+
+def test_connect_response_held_past_the_client_close_is_an_orphan(proxy, zk_server):
+    proxy.api.add_rule({"id": "slow-resp", "match": {"dir": "s2c", "kind": "connect_resp"},
+                        "action": {"type": "delay", "delay_ms": 1500}, "budget": {"times": 1}})
+    sock = socket.create_connection(("127.0.0.1", proxy.pp.ports[0]), timeout=5)
+    sock.sendall(zkwire.encode_connect_request(zkwire.ConnectRequest(timeout=4000)))
+    time.sleep(0.3)
+    sock.close()  # gives up while the proxy holds the server's answer
+    orphan = proxy.wait_event("session_orphaned")
+    assert orphan["reason"] == "client_closed" and orphan["session_id"] in tracked_sessions(zk_server)
+    est = proxy.events("session_established", session_id=orphan["session_id"])[0]
+    assert est["forwarded_to_client"] is False and est["connect_result"] == "new"
+    assert proxy.events("client_close", conn=1)[0]["seq"] < est["seq"]
+
+
+def test_frames_behind_a_delayed_one_log_their_hold(proxy, kazoo_clients):
+    zk = kazoo(kazoo_clients, proxy.hosts, timeout=4.0)
+    zk.ensure_path("/zkproxy-f")
+    proxy.api.add_rule({"id": "slow-get", "match": {"dir": "c2s", "op": "getData", "path_prefix": "/zkproxy-f"},
+                        "action": {"type": "delay", "delay_ms": 600}, "budget": {"times": 1}})
+    slow, behind = zk.get_async("/zkproxy-f"), zk.exists_async("/zookeeper")
+    slow.get(10), behind.get(10)
+    delayed = proxy.events("frame", action="delay")[0]
+    held = proxy.events("frame", dir="c2s", op=3, path="/zookeeper")[0]
+    assert held["seq"] > delayed["seq"] and held["action"] == "forward" and 0 < held["held_ms"] <= 600
+
+
+def test_add_watch_reply_and_its_notifications_parse(proxy, zk_server, kazoo_clients):
+    direct = kazoo(kazoo_clients, zk_server.connect_string, timeout=4.0)
+    direct.ensure_path("/zkproxy-g")
+    with zkwire.RawSession(proxy.pp.addresses[0], session_timeout_ms=4000) as s:
+        rep = s.request(zkwire.OpCode.ADD_WATCH, zkwire.PathModeRequest("/zkproxy-g", 1))  # PERSISTENT_RECURSIVE
+        assert rep.err == 0 and rep.body == zkwire.ErrorResponse(0) and rep.error is None
+        direct.create("/zkproxy-g/a", b"x")
+        proxy.wait_event("frame", kind="notification", path="/zkproxy-g/a")
+    reply = proxy.events("frame", dir="s2c", op=106)[0]
+    assert reply["err"] == 0 and "parse_error" not in reply
+    assert not [e for e in proxy.events("frame") if "parse_error" in e]
+    assert not proxy.events("notification_unparsed")
+    direct.delete("/zkproxy-g", recursive=True)
+
+
+def raw_connect(port: int, session_id: int = 0, timeout_ms: int = 4000) -> zkwire.ConnectResponse | None:
+    """One ConnectRequest over a plain socket; the ConnectResponse, or None if the proxy closed."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(zkwire.encode_connect_request(zkwire.ConnectRequest(timeout=timeout_ms, session_id=session_id)))
+        data = b""
+        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+        return zkwire.ConnectResponse.decode(data[4:4 + int.from_bytes(data[:4], "big")])
+
+
+def test_connect_result_match_tells_an_expired_session_from_a_new_one(proxy, zk_server):
+    # a session id the server never issued: it answers "expired" (session id 0, timeOut 0)
+    proxy.api.add_rule({"id": "cut-expired", "match": {"kind": "connect_resp", "connect_result": "expired"},
+                        "action": {"type": "drop_then_close"}})
+    assert raw_connect(proxy.pp.ports[0], session_id=0x7E57_0000_0001) is None  # the rule cut it
+    fresh = raw_connect(proxy.pp.ports[0])  # a new session is not touched
+    assert fresh is not None and fresh.session_id != 0
+    expired, new = proxy.events("frame", kind="connect_resp")
+    assert expired["connect_result"] == "expired" and expired["rule_id"] == "cut-expired"
+    assert expired["action"] == "drop_then_close" and expired["session_id"] == 0
+    assert new["connect_result"] == "new" and new["action"] == "forward" and "rule_id" not in new
+    assert proxy.events("session_established", session_id=fresh.session_id)[0]["connect_result"] == "new"
+
+
+def test_frame_limit_follows_the_servers_and_can_be_set(proxy, zk_server, kazoo_clients, tmp_path):
+    direct = kazoo(kazoo_clients, zk_server.connect_string, timeout=4.0)
+    # about the largest node a default server accepts (its setData request, 32 bytes + data, is at
+    # most jute.maxbuffer): its getData reply (header, data, stat) is past 1 MiB, and a real client reads it
+    data = b"z" * (zkwire.JUTE_MAXBUFFER - 64)
+    direct.create("/zkproxy-big", b"")
+    try:
+        direct.set("/zkproxy-big", data)
+        zk = kazoo(kazoo_clients, proxy.hosts, timeout=4.0)
+        assert zk.get("/zkproxy-big")[0] == data
+        reply = proxy.events("frame", dir="s2c", op=4)[0]
+        assert reply["bytes"] > zkwire.JUTE_MAXBUFFER and not proxy.events("protocol_error")
+        # a limit set on the command line is the one the proxy enforces
+        with ProxyProcess([zk_server.connect_string], tmp_path / "small.jsonl", tmp_path / "small",
+                          max_frame=4096) as small:
+            evs = lambda: events(small.events)  # noqa: E731
+            zk2 = kazoo(kazoo_clients, small.connect_string, timeout=4.0)
+            zk2.get_async("/zkproxy-big")
+            err = wait_for(lambda: [e for e in evs() if e["f"] == "protocol_error"], 15, "the frame limit")[0]
+            assert err["dir"] == "s2c" and "4096" in err["error"]
+            assert [e["max_frame"] for e in evs() if e["f"] == "proxy_start"] == [4096]
+    finally:
+        direct.delete("/zkproxy-big")

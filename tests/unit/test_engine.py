@@ -67,7 +67,7 @@ class FakeCluster:
         self.agent_ports = {b.broker_id: 9000 + b.broker_id for b in inv.brokers}
         FakeCluster.instances.append(self)
 
-    def start(self, zkproxy_events: Any = None, zkproxy_seed: int = 0) -> None:
+    def start(self, zkproxy_events: Any = None, zkproxy_seed: int = 0, zkproxy_max_frame: Any = None) -> None:
         self.calls.append("start")
 
     def start_agents(self, toggles: Any = None, brokers: Any = None, extra: Any = None,

@@ -213,6 +213,10 @@ def test_delay_holds_later_frames_without_reordering(tmp_path: Path) -> None:
     # the frames behind it were released after it, in order
     released = [e["frame_seq"] for e in evs if e["f"] == "frame_released"]
     assert released[0] == delayed[0]["seq"] and released == sorted(released) and len(released) == 3
+    # ... and are logged as forwarded but held: each carries how long it waited (issue 12.6.1)
+    behind = frames(evs, dir="c2s", action="forward", kind="request")
+    assert [e["xid"] for e in behind] == [2, 3] and all(0 < e["held_ms"] <= 300 for e in behind)
+    assert "held_ms" not in frames(evs, dir="s2c", kind="connect_resp")[0]
 
 
 def test_drop_connect_response_then_blackhole_hides_the_session(tmp_path: Path) -> None:
@@ -323,7 +327,7 @@ def test_four_letter_word_is_piped_raw(tmp_path: Path) -> None:
 def test_protocol_error_on_oversized_frame(tmp_path: Path) -> None:
     async def scenario(proxy: ZkProxy, fake: FakeZk, port: int) -> None:
         c = await Client.open(port)
-        c.send((z.JUTE_MAXBUFFER + 1).to_bytes(4, "big"))
+        c.send((z.JUTE_MAXBUFFER + z.JUTE_EXTRASIZE + 1).to_bytes(4, "big"))  # past the default limit
         assert await c.at_eof()
 
     evs = run(tmp_path, scenario)
@@ -345,6 +349,50 @@ def test_held_frames_discarded_when_client_closes(tmp_path: Path) -> None:
 
     evs = run(tmp_path, scenario, rules, held_on_close="discard")
     assert len([e for e in evs if e["f"] == "frame_discarded"]) == 2
+
+
+@pytest.mark.parametrize("held", ["connect_req", "connect_resp"])
+def test_handshake_held_past_the_client_close_is_an_orphan(tmp_path: Path, held: str) -> None:
+    rules = [{"id": "slow", "match": {"kind": held}, "action": {"type": "delay", "delay_ms": 300}}]
+
+    async def scenario(proxy: ZkProxy, fake: FakeZk, port: int) -> None:
+        c = await Client.open(port)
+        c.send(z.encode_connect_request(z.ConnectRequest(timeout=4000)))
+        await asyncio.sleep(0.05)
+        c.w.close()  # the client gives up while the proxy holds its ConnectRequest
+        await until(lambda: [e for e in events(tmp_path / "zkproxy.jsonl") if e["f"] == "conn_close"],
+                    "the connection to end")
+
+    evs = run(tmp_path, scenario, rules)
+    kinds = [e["f"] for e in evs]
+    closed, = [e for e in evs if e["f"] == "client_close"]
+    assert closed["reason"] == "eof" and closed["held_on_close"] == "deliver"
+    assert kinds.index("client_close") < kinds.index("frame_released")
+    resp, = frames(evs, kind="connect_resp")
+    assert resp["connect_result"] == "new" and resp.get("client_closed", False) is (held == "connect_req")
+    if held == "connect_req":
+        assert 0 < closed["held_ms"] <= 300
+    est, = [e for e in evs if e["f"] == "session_established"]
+    assert est["session_id"] == 0x101 and est["forwarded_to_client"] is False
+    orphan, = [e for e in evs if e["f"] == "session_orphaned"]
+    assert orphan == {**orphan, "session_id": 0x101, "reason": "client_closed", "frame_seq": resp["seq"]}
+
+
+def test_frame_limit_is_configurable(tmp_path: Path) -> None:
+    async def scenario(proxy: ZkProxy, fake: FakeZk, port: int) -> None:
+        c = await Client.open(port)
+        c.send(z.frame(z.ConnectRequest(timeout=4000).encode()))  # 45 bytes: under the limit
+        await c.frame()
+        c.send(z.encode_request(1, 4, z.GetDataRequest("/" + "x" * 64)))  # over it
+        assert await c.at_eof()
+
+    evs = run(tmp_path, scenario, max_frame=64)
+    assert evs[0]["max_frame"] == 64
+    err, = [e for e in evs if e["f"] == "protocol_error"]
+    assert err["dir"] == "c2s" and "outside [0, 64]" in err["error"]
+    for bad in (0, -1, 2**31, True):
+        with pytest.raises(ValueError, match="max_frame"):
+            ZkProxy([], EventWriter(tmp_path / "x.jsonl", "zkproxy"), max_frame=bad)
 
 
 def test_control_api_round_trip(tmp_path: Path) -> None:
@@ -442,3 +490,7 @@ def test_bad_rules_file_exits_254(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=30, cwd=Path(__file__).resolve().parents[2])
     assert p.returncode == 254
     assert p.stderr.strip().count("\n") == 0 and "r.toml: rule 0 (x): key 'action.type'" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "nemesis.zkproxy", "--listen", "127.0.0.1:0=127.0.0.1:1",
+                        "--events", str(tmp_path / "e.jsonl"), "--max-frame", "0"],
+                       capture_output=True, text=True, timeout=30, cwd=Path(__file__).resolve().parents[2])
+    assert p.returncode == 254 and "--max-frame: must be in [1, 2^31), got 0" in p.stderr

@@ -152,3 +152,31 @@ def test_ruleset_rejects_duplicate_ids_and_removes() -> None:
     with pytest.raises(RuleError, match="already exists"):
         rs.add(parse_rules([{"id": "a", "action": "forward"}]))
     assert rs.remove("a") and not rs.remove("a")
+
+
+def test_connect_result_match_key() -> None:
+    r = parse_rule({"id": "lost", "match": {"kind": "connect_resp", "connect_result": ["expired"]},
+                    "action": {"type": "drop_then_blackhole"}})
+    assert r.match.matches(frame(dir="s2c", kind="connect_resp", connect_result="expired"))
+    assert not r.match.matches(frame(dir="s2c", kind="connect_resp", connect_result="new"))
+    assert not r.match.matches(frame(dir="s2c", kind="reply"))  # not a ConnectResponse: no result
+    with pytest.raises(RuleError, match=r"key 'match.connect_result': 'gone' is not one of new, reattached, expired"):
+        parse_rule({"id": "x", "match": {"connect_result": "gone"}, "action": "forward"})
+
+
+def test_connect_result_of_a_connect_response() -> None:
+    from nemesis.zkproxy.inspector import connect_result
+    from zkwire import ConnectResponse
+
+    assert connect_result(0, ConnectResponse(0, 4000, 0x101)) == "new"
+    assert connect_result(None, ConnectResponse(0, 4000, 0x101)) == "new"
+    assert connect_result(0x101, ConnectResponse(0, 4000, 0x101)) == "reattached"
+    assert connect_result(0x101, ConnectResponse(0, 0, 0)) == "expired"  # session id 0 / timeOut 0
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf"), -1])
+def test_non_finite_or_negative_delays_are_rejected(bad: float) -> None:
+    with pytest.raises(RuleError, match=r"key 'action.delay_ms': (expected a finite number|must be >= 0)"):
+        parse_rule({"id": "x", "action": {"type": "delay", "delay_ms": bad}})
+    with pytest.raises(RuleError, match=r"key 'budget.until_ms'"):
+        parse_rule({"id": "x", "action": "forward", "budget": {"until_ms": bad}})

@@ -251,6 +251,15 @@ def test_error_reply_has_no_body_and_notification_parses() -> None:
     assert rep.body.type_name == "NodeCreated"
 
 
+def test_add_watch_reply_is_an_error_response_not_trailing_bytes() -> None:
+    # FinalRequestProcessor answers addWatch (106) with ``new ErrorResponse(0)``: header + int err
+    body = struct.pack(">iqi", 7, 42, 0) + struct.pack(">i", 0)
+    rep = z.parse_reply(body, z.OpCode.ADD_WATCH)
+    assert rep.error is None and rep.body == z.ErrorResponse(0)
+    req = z.parse_request(z.encode_request(7, z.OpCode.ADD_WATCH, z.PathModeRequest("/w", 1))[4:])
+    assert req.error is None and req.paths == ["/w"]
+
+
 @pytest.mark.parametrize(
     ("op", "rec"),
     [

@@ -1,0 +1,256 @@
+"""A real Apache Kafka broker in ZooKeeper mode as a component (issue 12, scope 1).
+
+The server jars come from Maven Central through Maven itself: ``org.apache.kafka:kafka_2.13:VERSION``
+(``kafka_2.12`` before 2.4) and its runtime dependencies, plus the slf4j/reload4j logging binding
+Kafka's own distribution ships, copied once into ``.local/kafka/VERSION/libs`` on the control node
+(``fetch_kafka``). A ``KafkaBroker`` uploads them to its node's workdir, writes ``server.properties``
+(broker.id, a PLAINTEXT listener on the node's address and a port chosen at run time, log dirs in
+the workdir, the given ``zookeeper.connect``, the session timeout) and runs ``kafka.Kafka`` with a
+small heap, detached, through the node's ``Remote`` like every other ``RemoteProcess``.
+
+Versions without ZooKeeper mode (4.0 and later) and versions Maven cannot resolve are bad input
+(``UsageError``: one line, exit 254 from ``python -m harness.components.kafka``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.components.process import RemoteProcess
+from harness.errors import EXIT_BAD_INPUT, UsageError
+from harness.remote import Remote, RemoteError
+from harness.wait import wait_until
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KAFKA_CACHE = REPO_ROOT / ".local" / "kafka"
+MAIN_CLASS = "kafka.Kafka"
+# the logging binding of Kafka's binary distribution (libs/slf4j-reload4j, libs/reload4j); the
+# slf4j 1.7 binding works with every slf4j-api 1.7.x that Kafka 2.x-3.9 brings
+LOGGING_DEPS = (("org.slf4j", "slf4j-reload4j", "1.7.36"), ("ch.qos.reload4j", "reload4j", "1.2.25"))
+_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+LOG4J_PROPERTIES = """\
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d{ISO8601}] %p %m (%c)%n
+log4j.logger.org.apache.zookeeper=INFO
+log4j.logger.kafka.controller=INFO
+log4j.logger.state.change.logger=INFO
+"""
+
+
+def parse_version(version: str) -> tuple[int, int, int]:
+    """``X.Y.Z`` of a Kafka release that has ZooKeeper mode (2.x-3.9.x); else a ``UsageError``."""
+    m = _VERSION.match(version.strip())
+    if m is None:
+        raise UsageError(f"Kafka version {version!r}: expected MAJOR.MINOR.PATCH, e.g. 3.9.1")
+    v = (int(m[1]), int(m[2]), int(m[3]))
+    if v >= (4, 0, 0):
+        raise UsageError(f"Kafka {version}: 4.0 and later have no ZooKeeper mode (KRaft only); use 2.x-3.9.x")
+    if v < (2, 0, 0):
+        raise UsageError(f"Kafka {version}: versions before 2.0 are not supported; use 2.x-3.9.x")
+    return v
+
+
+def kafka_artifact(version: str) -> str:
+    """The Maven coordinates of the broker (Scala 2.13 builds exist from 2.4 on)."""
+    scala = "2.13" if parse_version(version) >= (2, 4, 0) else "2.12"
+    return f"org.apache.kafka:kafka_{scala}:{version}"
+
+
+def _pom(version: str) -> str:
+    group, artifact, _ = kafka_artifact(version).split(":")
+    deps = [(group, artifact, version), *LOGGING_DEPS]
+    body = "".join(f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>"
+                   "</dependency>" for g, a, v in deps)
+    return ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+            f"<groupId>zkfence</groupId><artifactId>kafka-{version}</artifactId><version>1</version>"
+            f"<packaging>pom</packaging><dependencies>{body}</dependencies></project>\n")
+
+
+def _maven_error(output: str) -> str:
+    """What went wrong, in one line, from Maven's output (its first ``[ERROR]`` line)."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", raw).strip() for raw in output.splitlines()]
+    for line in lines:
+        if line.startswith("[ERROR] ") and line[8:].strip():
+            msg = line[8:].split(" -> [Help")[0]
+            msg = re.sub(r"^Failed to execute goal on project [^:]*: ", "", msg)
+            msg = re.sub(r"^Could not resolve dependencies for project [^:]*:[^:]*:[^:]*:[^:]*: ", "", msg)
+            msg = re.sub(r" during a previous attempt\..*$", "", msg)
+            return msg[:300]
+    rest = [line for line in lines if line]
+    return rest[-1][:300] if rest else "no output"
+
+
+def fetch_kafka(version: str, cache: Path = KAFKA_CACHE, mvn: str = "mvn", timeout: float = 900.0) -> Path:
+    """The directory of Kafka VERSION's server jars, resolved with Maven on first use and cached
+    (``cache/VERSION/libs``, complete when ``cache/VERSION/.complete`` exists)."""
+    parse_version(version)
+    home = cache / version
+    libs = home / "libs"
+    if (home / ".complete").exists() and any(libs.glob("kafka_*.jar")):
+        return libs
+    if shutil.which(mvn) is None:
+        raise UsageError(f"Kafka {version}: Maven ({mvn}) is not installed; `make install` installs it")
+    home.mkdir(parents=True, exist_ok=True)
+    try:
+        return _resolve(version, home, libs, mvn, timeout)
+    except BaseException:
+        if not (home / ".complete").exists():
+            shutil.rmtree(home, ignore_errors=True)  # nothing half-fetched stays in the cache
+        raise
+
+
+def _resolve(version: str, home: Path, libs: Path, mvn: str, timeout: float) -> Path:
+    with tempfile.TemporaryDirectory(dir=home, prefix="fetch-") as tmp:
+        pom = Path(tmp) / "pom.xml"
+        pom.write_text(_pom(version))
+        out = Path(tmp) / "libs"
+        try:
+            p = subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies",
+                                "-DincludeScope=runtime", f"-DoutputDirectory={out}"],
+                               capture_output=True, text=True, timeout=timeout, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            raise UsageError(f"Kafka {version}: Maven did not finish within {timeout:.0f}s") from None
+        if p.returncode != 0 or not any(out.glob("kafka_*.jar")):
+            raise UsageError(f"Kafka {version}: Maven could not resolve {kafka_artifact(version)}: "
+                             f"{_maven_error(p.stdout + p.stderr)}")
+        shutil.rmtree(libs, ignore_errors=True)
+        out.rename(libs)
+    (home / ".complete").write_text(kafka_artifact(version) + "\n")
+    return libs
+
+
+@dataclass(slots=True)
+class KafkaSettings:
+    version: str
+    zookeeper_connect: str  # host:port,...[/chroot]: through Toxiproxy and the wire proxy in a run
+    session_timeout_ms: int = 3000  # the inventory's session timeout
+    heap_mb: int = 256
+    java: str = "java"
+    extra: dict[str, str] = field(default_factory=dict)  # more server.properties
+
+
+def render_server_properties(broker_id: int, address: str, port: int, data_dir: str, s: KafkaSettings) -> str:
+    props = {
+        "broker.id": str(broker_id),
+        "listeners": f"PLAINTEXT://{address}:{port}",
+        "advertised.listeners": f"PLAINTEXT://{address}:{port}",
+        "log.dirs": data_dir,
+        "zookeeper.connect": s.zookeeper_connect,
+        "zookeeper.session.timeout.ms": str(s.session_timeout_ms),
+        "zookeeper.connection.timeout.ms": str(max(s.session_timeout_ms, 6000)),
+        "num.partitions": "1",
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        **s.extra,
+    }
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+class KafkaBroker(RemoteProcess):
+    """One real Kafka broker (ZooKeeper mode) on a node (a Component)."""
+
+    role = "kafka"
+
+    def __init__(self, name: str, broker_id: int, address: str, port: int, remote: Remote, workdir: str,
+                 settings: KafkaSettings) -> None:
+        super().__init__(name, remote, workdir, f"{workdir}/kafka.pid", f"{workdir}/kafka.log")
+        parse_version(settings.version)
+        self.broker_id = broker_id
+        self.address = address
+        self.port = port
+        self.settings = settings
+
+    @property
+    def libs_dir(self) -> str:
+        return f"{self.workdir}/libs"
+
+    @property
+    def data_dir(self) -> str:
+        return f"{self.workdir}/data"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.address}:{self.port}"
+
+    def install(self, libs: Path) -> None:
+        """Upload the jars (``fetch_kafka``) the node does not already have, and the config files."""
+        have = set(self.remote.run(f"mkdir -p {shlex.quote(self.libs_dir)} && ls {shlex.quote(self.libs_dir)}",
+                                   check=True).stdout.split())
+        for jar in sorted(libs.glob("*.jar")):
+            if jar.name not in have:
+                self.remote.put(jar, f"{self.libs_dir}/{jar.name}")
+        self.configure()
+
+    def configure(self) -> None:
+        props = render_server_properties(self.broker_id, self.address, self.port, self.data_dir, self.settings)
+        wd = shlex.quote(self.workdir)
+        self.remote.run(f"mkdir -p {wd} {shlex.quote(self.data_dir)} && "
+                        f"printf %s {shlex.quote(props)} > {wd}/server.properties && "
+                        f"printf %s {shlex.quote(LOG4J_PROPERTIES)} > {wd}/log4j.properties", check=True)
+
+    def command(self) -> tuple[str, dict[str, str] | None]:
+        s, wd = self.settings, self.workdir
+        return (f"{shlex.quote(s.java)} -Xmx{s.heap_mb}m -Xms{s.heap_mb}m -XX:+UseSerialGC "
+                f"-XX:TieredStopAtLevel=1 -Djava.awt.headless=true "
+                f"-Dlog4j.configuration=file:{shlex.quote(wd + '/log4j.properties')} "
+                f"-cp {shlex.quote(self.libs_dir + '/*')} {MAIN_CLASS} {shlex.quote(wd + '/server.properties')}"), None
+
+    @property
+    def previous_log(self) -> str:
+        return f"{self.workdir}/kafka-previous.log"
+
+    def start(self) -> None:
+        """Start the broker; the log of a previous start (before a kill or bounce) is kept."""
+        lf = shlex.quote(self.logfile)
+        self.remote.run(f"if test -s {lf}; then cat {lf} >> {shlex.quote(self.previous_log)}; fi", timeout=60)
+        super().start()
+
+    def logs(self, dest: Path) -> list[Path]:
+        """This start's log and, after a restart, the earlier ones (``NAME-kafka-previous.log``)."""
+        prev = self.download(self.previous_log, dest / f"{self.name}-{self.role}-previous.log")
+        return [*super().logs(dest), *([prev] if prev is not None else [])]
+
+    def started(self) -> bool:
+        """The broker says it finished starting (``KafkaServer.startup``); before that a SIGTERM
+        halts it ("Kafka server is still starting up, cannot shut down!")."""
+        marker = f"[KafkaServer id={self.broker_id}] started"
+        return self.remote.run(f"grep -qF {shlex.quote(marker)} {shlex.quote(self.logfile)}", timeout=10).ok
+
+    def wait_started(self, timeout: float = 180.0) -> None:
+        if not wait_until(self.started, timeout, poll=0.25):
+            tail = self.remote.run(f"tail -n 5 {shlex.quote(self.logfile)}", timeout=10).stdout.strip()
+            raise RemoteError(f"{self.name}: Kafka {self.settings.version} did not start within {timeout:.0f}s; "
+                              f"last log lines: {tail}")
+
+    def wipe(self) -> None:
+        """Delete the broker's log dirs (its partitions and meta.properties)."""
+        self.remote.run(f"rm -rf {shlex.quote(self.data_dir)}", check=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.components.kafka fetch VERSION``: resolve and cache; print the libs dir."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "fetch":
+        print("usage: python -m harness.components.kafka fetch VERSION", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        print(fetch_kafka(args[1]))
+    except UsageError as e:
+        print(f"harness: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

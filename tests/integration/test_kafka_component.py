@@ -1,0 +1,195 @@
+"""A real Apache Kafka broker (ZooKeeper mode) as a component, against a real ZooKeeper on loopback.
+
+The jars come from Maven Central through Maven (cached under .local/kafka/VERSION); the broker runs
+detached like every RemoteProcess, registers /brokers/ids/N, is killed (its registration goes with
+its session), restarted from its log dirs and stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from kazoo.client import KazooClient
+
+from harness.components import ProcState
+from harness.components.kafka import KAFKA_CACHE, KafkaBroker, KafkaSettings, fetch_kafka
+from harness.components.sshd import EmbeddedSshd
+from harness.ports import free_port
+from harness.remote import LocalRemote, SSHRemote
+from nemesis.zkproxy import ProxyProcess
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
+
+VERSION = "3.9.1"
+NODE = "127.0.0.21"  # the broker node's address (loopback)
+REPO = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+
+def wait_for(fn: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+@pytest.fixture(scope="module")
+def kafka_libs() -> Path:
+    return fetch_kafka(VERSION)  # real Maven; a no-op once cached
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[SSHRemote]:
+    """A broker node at its own loopback address, reached over SSH (the harness's embedded sshd)."""
+    sshd = EmbeddedSshd(tmp_path / "sshd", [NODE])
+    sshd.start()
+    try:
+        remote = SSHRemote("kafka1", NODE, sshd.port, sshd.user, str(sshd.client_key))
+        yield remote
+        remote.close()
+    finally:
+        sshd.stop()
+
+
+@pytest.fixture
+def zk(zk_server) -> Iterator[KazooClient]:
+    c = KazooClient(hosts=zk_server.connect_string, timeout=4.0)
+    c.start(timeout=20)
+    yield c
+    c.stop()
+    c.close()
+
+
+def test_real_kafka_broker_registers_is_killed_restarted_and_stopped(zk_server, zk, kafka_libs, node, tmp_path):
+    chroot = f"/kafka-{uuid.uuid4().hex[:8]}"  # the session-wide server stays clean
+    host = NODE
+    port = free_port(host)
+    settings = KafkaSettings(VERSION, f"{zk_server.connect_string}{chroot}", session_timeout_ms=3000)
+    # shipped over SSH (SFTP) to the node's workdir, started and signalled over SSH
+    broker = KafkaBroker("kafka1", 1, host, port, node, str(tmp_path / "kafka1"), settings)
+    ids = f"{chroot}/brokers/ids/1"
+
+    def registration() -> dict | None:
+        got = zk.exists(ids) and zk.get(ids)
+        return json.loads(got[0]) | {"owner": got[1].ephemeralOwner, "czxid": got[1].czxid} if got else None
+
+    try:
+        broker.install(kafka_libs)
+        props = Path(broker.workdir, "server.properties").read_text()
+        assert f"listeners=PLAINTEXT://{host}:{port}\n" in props
+        assert "zookeeper.session.timeout.ms=3000\n" in props and f"log.dirs={broker.data_dir}\n" in props
+        broker.start()
+        first = wait_for(registration, 180, f"{ids} to appear")
+        broker.wait_started()
+        assert first["endpoints"] == [f"PLAINTEXT://{host}:{port}"] and first["owner"] != 0
+        assert broker.state() is ProcState.RUNNING
+        # killed: the broker's session expires about T later and the registration goes with it
+        assert broker.kill()
+        wait_for(lambda: broker.state() is ProcState.STOPPED, 10, "the broker to die")
+        wait_for(lambda: zk.exists(ids) is None, 30, f"{ids} to vanish with the session")
+        # restarted from its log dirs: a new registration with a larger czxid (its broker epoch)
+        broker.start()
+        second = wait_for(registration, 180, f"{ids} to reappear")
+        broker.wait_started()
+        assert second["czxid"] > first["czxid"] and second["owner"] != first["owner"]
+        # paused: not live; resumed: running, still registered under the same session
+        assert broker.pause()  # SIGSTOP reaches every thread of the JVM shortly after
+        wait_for(lambda: broker.state() is ProcState.PAUSED, 10, "the broker to be paused")
+        assert broker.resume()
+        wait_for(lambda: broker.state() is ProcState.RUNNING, 10, "the broker to run again")
+        assert registration()["czxid"] == second["czxid"]
+        # stopped (SIGTERM): a controlled shutdown closes the session; nothing keeps running
+        assert broker.stop(grace=60)
+        assert broker.state() is ProcState.STOPPED
+        wait_for(lambda: zk.exists(ids) is None, 10, f"{ids} to go on a clean stop")
+        log, previous = (p.read_text() for p in broker.logs(tmp_path / "logs"))
+        assert "[KafkaServer id=1] started" in log and "[KafkaServer id=1] shut down completed" in log
+        # the first start's log survives the restart; Kafka logs the registration with its broker epoch
+        assert f"Registered broker 1 at path /brokers/ids/1 with addresses: PLAINTEXT://{host}:{port}, " \
+               f"czxid (broker epoch): {first['czxid']}" in previous
+    finally:
+        broker.stop(grace=5)
+        zk.delete(chroot, recursive=True)
+
+
+def test_unresolvable_or_kraft_only_version_is_one_line_exit_254():
+    for version, says in (("4.0.0", "no ZooKeeper mode"), ("3.9.99", "Maven could not resolve")):
+        p = subprocess.run([sys.executable, "-m", "harness.components.kafka", "fetch", version],
+                           capture_output=True, text=True, timeout=300, cwd=REPO)
+        assert p.returncode == 254, p.stderr
+        assert p.stderr.count("\n") == 1 and says in p.stderr and p.stdout == ""
+        assert not (KAFKA_CACHE / version).exists()  # nothing half-fetched is cached
+
+
+def proxy_events(path: Path, f: str, **kw: object) -> list[dict]:
+    out = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        if line.endswith("}"):
+            d = json.loads(line)
+            e = {"f": d["f"], "seq": d["seq"], **d["value"]}
+            if e["f"] == f and all(e.get(k) == v for k, v in kw.items()):
+                out.append(e)
+    return out
+
+
+def test_real_kafka_through_the_wire_proxy_reattaches_then_reregisters_after_expiry(zk_server, zk, kafka_libs,
+                                                                                    tmp_path):
+    chroot = f"/kafka-{uuid.uuid4().hex[:8]}"
+    host, t_ms = "127.0.0.1", 3000
+    ids = f"{chroot}/brokers/ids/1"
+    evpath = tmp_path / "zkproxy.jsonl"
+
+    def registration() -> tuple[int, int] | None:
+        st = zk.exists(ids)
+        return (st.czxid, st.ephemeralOwner) if st else None
+
+    with ProxyProcess([zk_server.connect_string], evpath, tmp_path / "proxy", seed=3) as pp:
+        settings = KafkaSettings(VERSION, f"{pp.connect_string}{chroot}", session_timeout_ms=t_ms)
+        broker = KafkaBroker("kafka1", 1, host, free_port(host), LocalRemote(), str(tmp_path / "kafka1"), settings)
+        try:
+            broker.install(kafka_libs)
+            broker.start()
+            czxid1, s1 = wait_for(registration, 180, f"{ids} to appear")
+            broker.wait_started()
+            # the registration went through the proxy: Kafka's multi(create ephemeral, setData) on one path
+            reg = [[(o["op_name"], o["path"]) for o in e["sub_ops"]]
+                   for e in proxy_events(evpath, "frame", dir="c2s", op_name="multi", ephemeral=True)]
+            assert [("create", ids), ("setData", ids)] in reg
+            first = proxy_events(evpath, "session_established", session_id=s1)
+            assert first and first[0]["connect_result"] == "new"
+            # fault 1: the proxy closes the broker's connection; its client reattaches the same session
+            conn = next(c["conn"] for c in pp.client.connections() if c["session_id"] == s1 and not c["closed_first"])
+            pp.client.close_connection(conn)
+            wait_for(lambda: proxy_events(evpath, "session_established", session_id=s1, connect_result="reattached"),
+                     30, "the session to reattach")
+            assert registration() == (czxid1, s1)
+            # fault 2: the connection goes dark and every reconnect is cut until the session expires
+            pp.client.add_rules([
+                {"id": "cut-reconnects", "match": {"kind": "connect_req"}, "action": {"type": "drop_then_close"}},
+                {"id": "dark", "match": {"session_id": s1}, "action": {"type": "drop_then_blackhole", "mode": "both"},
+                 "budget": {"times": 1}},
+            ])
+            wait_for(lambda: zk.exists(ids) is None, 6 * t_ms / 1000 + 20, "the session to expire")
+            pp.client.remove_rule("cut-reconnects")
+            # Kafka learns of the expiry ("expired" ConnectResponse), opens a new session and registers again
+            czxid2, s2 = wait_for(registration, 60, f"{ids} to be registered again")
+            assert czxid2 > czxid1 and s2 != s1
+            assert proxy_events(evpath, "frame", kind="connect_resp", connect_result="expired")
+            assert proxy_events(evpath, "session_established", session_id=s2, connect_result="new")
+            assert broker.state() is ProcState.RUNNING
+        finally:
+            broker.stop(grace=30)
+            zk.delete(chroot, recursive=True)
+    assert broker.state() is ProcState.STOPPED
