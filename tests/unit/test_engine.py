@@ -382,7 +382,7 @@ def test_an_interrupted_run_is_collected_checked_and_torn_down(tmp_path: Path, k
 
 def test_an_interrupt_before_the_cluster_is_up_leaves_an_unknown_run(tmp_path: Path) -> None:
     class Unready(FakeCluster):
-        def start(self, zkproxy_events: Any = None, zkproxy_seed: int = 0) -> None:
+        def start(self, zkproxy_events: Any = None, zkproxy_seed: int = 0, zkproxy_max_frame: Any = None) -> None:
             raise KeyboardInterrupt
 
     eff = effects(FakeNemesis())
