@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "checkers.command",
     "harness.commands.hunt",
     "harness.commands.repro",
+    "harness.commands.report",
 )
 
 

@@ -233,7 +233,17 @@ class Engine:
             write_json(run_dir / "outcome.json", {"expected": spec.expect.describe(), "matched": outcome.matched,
                                                   "reproduced": outcome.reproduced, "verdicts": outcome.verdicts,
                                                   "error": error})
+        self._write_report(run_dir)
         return outcome
+
+    def _write_report(self, run_dir: Path) -> None:
+        """report.html next to results.json; a report that fails is a warning, never a lost run."""
+        try:
+            from harness.report import write_report
+
+            self.say(f"[bold]report[/] {write_report(run_dir)}")
+        except Exception as e:  # noqa: BLE001 - the verdict is on disk already; the report is a view of it
+            self.say(f"[yellow]warning[/] report not written: {type(e).__name__}: {e}")
 
     def _run_phases(self, cluster: Any, spec: TestSpec, run_id: str, run_dir: Path,
                     lap: Callable[[str], None]) -> tuple[str | None, dict[str, int]]:
