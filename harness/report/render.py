@@ -41,7 +41,7 @@ pre { white-space: pre-wrap; background: #f6f6f6; padding: .5em; }
 def page(title: str, body: str, *, plotly: bool = True) -> str:
     """A complete, self-contained HTML page; plotly.js is inlined once when ``plotly``."""
     js = f"<script type=\"text/javascript\">{get_plotlyjs()}</script>" if plotly else ""
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\">"
             f"<title>{html.escape(title)}</title><style>{CSS}</style>{js}</head>\n"
             f"<body>\n{body}\n</body></html>\n")
 
@@ -70,9 +70,9 @@ def add_bands(fig: go.Figure, bands: Sequence[Band], instants: Sequence[Instant]
     """The nemesis bands (shaded spans) and instant faults/heals (dashed lines) on ``fig``."""
     colors = _band_colors(bands)
     for b in bands:
+        label = {"annotation_text": b.label, "annotation_position": "top left"} if labels else {}
         fig.add_vrect(x0=b.start, x1=max(b.end, b.start + 0.05), fillcolor=colors[b.f], opacity=0.18,
-                      line_width=0, layer="below",
-                      annotation_text=b.label if labels else None, annotation_position="top left")
+                      line_width=0, layer="below", **label)
     for i in instants:
         fig.add_vline(x=i.t, line_dash="dot", line_width=1,
                       line_color="#999" if i.f == "heal" else "#d62728")
@@ -171,13 +171,18 @@ def throughput_figure(rates: Mapping[tuple[str, str], list[tuple[float, float]]]
     fig = go.Figure()
     for (f, typ), pts in rates.items():
         fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
-                                 name=f"{f} {typ}", line={"color": OP_COLORS.get(typ)},
+                                 name=f"{f} {typ}", line={"color": OP_COLORS.get(typ), "dash": _dash(f, rates)},
                                  hovertemplate=f"{f} {typ}" + " %{y:.1f}/s at %{x:.1f}s<extra></extra>"))
     add_bands(fig, bands, instants)
     fig.update_layout(title=f"Client throughput per operation and outcome ({bucket_s:g} s buckets)", height=320,
                       xaxis={"title": "completed at, seconds since run start", "range": list(xr)},
                       yaxis={"title": "ops/s"}, margin={"t": 50, "b": 40})
     return fig
+
+
+def _dash(f: str, rates: Mapping[tuple[str, str], Any]) -> str:
+    fs = sorted({k[0] for k in rates})
+    return ("solid", "dash", "dot", "dashdot", "longdash")[fs.index(f) % 5]
 
 
 def bands_table(bands: Sequence[Band], instants: Sequence[Instant]) -> str:
