@@ -1,7 +1,8 @@
 """The run report as a person sees it: one real run (the engine writes report.html), the store served
 by `harness serve` on loopback, each page opened in headless Chromium (Debian's chromium and
 chromium-driver, driven by selenium). Fails on a JavaScript console error or a plot without points;
-screenshots go to the test's tmp dir and, for review, /tmp/zkfence-report*.png.
+screenshots go to the test's tmp dir and, for review, /tmp/zkfence-report*.png. Every process it starts
+(harness serve, chromedriver, Chromium and its helpers) must be gone at the end.
 
 One run serves the whole module. A second run directory is that run's copy with synthetic client
 operations added (no client workload ships yet), so the latency and throughput plots are exercised
@@ -38,6 +39,47 @@ return Array.from(document.querySelectorAll('.js-plotly-plot')).map(gd => ({
   svg: gd.querySelectorAll('.main-svg').length,
 }));
 """
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (from /proc: chromedriver's Chromium and its helpers)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text.rsplit(")", 1)[1].split()
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _reap(pids: set[int], timeout: float = 10.0) -> set[int]:
+    """Wait for ``pids`` to end; SIGKILL and return those still alive after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.2)
+    left = {p for p in pids if _alive(p)}
+    for p in left:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return left
 
 
 def _client_events(run: str, t0: float) -> list[dict]:
@@ -77,7 +119,7 @@ def _with_clients(run_dir: Path, dest: Path) -> Path:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
     store = tmp_path_factory.mktemp("store")
-    outcome = run_test(store, "--time-limit", "8", "--target", "1", "--seed", "7")
+    outcome = run_test(store, "--time-limit", "10", "--target", "1", "--seed", "7")
     assert (outcome.run_dir / "report.html").exists(), "the engine writes report.html after results.json"
     _with_clients(outcome.run_dir, store / "report-with-clients" / outcome.run_dir.name)
     return store
@@ -101,6 +143,11 @@ def server(store) -> Iterator[str]:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(10)
         assert proc.returncode == 0, proc.stderr.read()
+        try:
+            os.killpg(proc.pid, 0)
+            pytest.fail(f"harness serve left processes in its group {proc.pid}")
+        except ProcessLookupError:
+            pass
 
 
 @pytest.fixture(scope="module")
@@ -116,12 +163,17 @@ def browser() -> Iterator[object]:
                 "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    service = Service(CHROMEDRIVER)
+    driver = webdriver.Chrome(service=service, options=opts)
+    started = {service.process.pid} | _descendants(service.process.pid)  # chromedriver, Chromium, helpers
     try:
         driver.set_page_load_timeout(60)
         yield driver
     finally:
+        started |= _descendants(service.process.pid)
         driver.quit()
+        left = _reap(started)
+        assert not left, f"chromedriver/Chromium processes outlived driver.quit() (killed): {sorted(left)}"
 
 
 def _open(driver, url: str) -> list[dict]:
@@ -159,9 +211,10 @@ def _check_plots(driver, need: set[str]) -> list[dict]:
 def test_index_lists_every_run_with_a_link_to_its_report(server, browser):
     assert _open(browser, server) == []
     text = browser.find_element("tag name", "body").text
-    assert "isolate-broker" in text and "report-with-clients" in text
-    links = [a.get_attribute("href") for a in browser.find_elements("css selector", "a")]
-    assert sum(1 for h in links if h and h.endswith("/report.html")) == 2
+    assert "isolate-broker" in text and "2 runs" in text
+    reports = [h for h in (a.get_attribute("href") for a in browser.find_elements("css selector", "a"))
+               if h and h.endswith("/report.html")]
+    assert len(reports) == 2 and sum("/report-with-clients/" in h for h in reports) == 1, reports
 
 
 def test_run_report_shows_bands_lanes_and_logs_without_js_errors(server, browser, store, tmp_path):
