@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "harness.commands.hunt",
     "harness.commands.repro",
     "harness.commands.report",
+    "harness.commands.campaign",
 )
 
 

@@ -68,8 +68,32 @@ def index_page(store: Path) -> str:
                     f"<a href=\"/{q}/logs/\">logs</a> · <a href=\"/{q}/\">files</a></td></tr>")
     table = ("<table><tr><th>test</th><th>time</th><th>verdict</th><th>anomalies</th><th>report</th><th></th></tr>"
              + "".join(rows) + "</table>") if rows else "<p class=\"note\">No runs in this store yet.</p>"
-    body = f"<h1>zkfence store</h1><p><code>{html.escape(str(store))}</code>: {len(runs)} runs</p>{table}"
+    body = f"<h1>zkfence store</h1><p><code>{html.escape(str(store))}</code>: {len(runs)} runs</p>"
+    body += _campaigns(store) + table
     return render.page("zkfence store", body, plotly=False)
+
+
+def _campaigns(store: Path) -> str:
+    """Links to every campaign's index.html (a directory holding campaign.json), newest first."""
+    rows = []
+    for state_file in sorted(store.glob("**/campaign.json"), reverse=True):
+        rel = state_file.parent.relative_to(store)
+        if "latest" in rel.parts or not (state_file.parent / "index.html").exists():
+            continue
+        try:
+            state = json.loads(state_file.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        runs = state.get("runs") or {}
+        bad = sum(1 for r in runs.values() if r.get("valid") is False)
+        q = urllib.parse.quote(rel.as_posix())
+        rows.append(f"<tr><td>{html.escape(str(state.get('name')))}</td><td>{html.escape(rel.name)}</td>"
+                    f"<td>{len(runs)}/{len(state.get('plan') or [])}</td><td>{bad}</td>"
+                    f"<td><a href=\"/{q}/index.html\">campaign index</a></td></tr>")
+    if not rows:
+        return ""
+    return ("<h2>Campaigns</h2><table><tr><th>campaign</th><th>time</th><th>runs</th><th>invalid</th><th></th></tr>"
+            + "".join(rows) + "</table><h2>Runs</h2>")
 
 
 class StoreHandler(SimpleHTTPRequestHandler):
