@@ -1,8 +1,9 @@
 """The run report as a person sees it: one real run (the engine writes report.html), the store served
 by `harness serve` on loopback, each page opened in headless Chromium (Debian's chromium and
-chromium-driver, driven by selenium). Fails on a JavaScript console error or a plot without points;
-screenshots go to the test's tmp dir and, for review, /tmp/zkfence-report*.png. Every process it starts
-(harness serve, chromedriver, Chromium and its helpers) must be gone at the end.
+chromium-driver, driven by selenium), and a campaign's index (a campaign directory made from that
+run). Fails on a JavaScript console error or a plot without points; screenshots go to the test's tmp
+dir and, for review, /tmp/zkfence-report*.png and /tmp/zkfence-campaign.png. Every process it
+starts (harness serve, chromedriver, Chromium and its helpers) must be gone at the end.
 
 One run serves the whole module. A second run directory is that run's copy with synthetic client
 operations added (no client workload ships yet), so the latency and throughput plots are exercised
@@ -18,6 +19,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -121,8 +124,29 @@ def store(tmp_path_factory) -> Path:
     store = tmp_path_factory.mktemp("store")
     outcome = run_test(store, "--time-limit", "10", "--target", "1", "--seed", "7")
     assert (outcome.run_dir / "report.html").exists(), "the engine writes report.html after results.json"
-    _with_clients(outcome.run_dir, store / "report-with-clients" / outcome.run_dir.name)
+    clients = _with_clients(outcome.run_dir, store / "report-with-clients" / outcome.run_dir.name)
+    _campaign(store / "campaigns" / "ci" / "20260101T000000.000", {"000": outcome.run_dir, "001": clients})
     return store
+
+
+def _campaign(cdir: Path, runs: dict[str, Path]) -> Path:
+    """A campaign directory holding copies of ``runs``, its index and JUnit XML written by the campaign code."""
+    from harness.commands.campaign import write_outputs
+
+    state: dict = {"name": "ci", "file": "ci.toml", "plan_hash": "x", "finished": True, "runs": {},
+                   "plan": [{"key": k, "label": k} for k in (*runs, "002")]}
+    for key, src in runs.items():
+        dest = cdir / "runs" / f"ci-{key}" / src.name
+        shutil.copytree(src, dest)
+        results = json.loads((dest / "results.json").read_text())
+        valid = False if results.get("anomalies") else results["valid"]
+        state["runs"][key] = {"key": key, "label": f"isolate · defaults · none · seed {key}", "faults": "isolate",
+                              "toggles": {} if key == "000" else {"reregister_on_expiry": False}, "workload": "none",
+                              "seed": int(key), "repeat": 0, "run_dir": dest.relative_to(cdir).as_posix(),
+                              "valid": valid, "anomalies": len(results.get("anomalies") or []),
+                              "first_anomaly": "", "error": None, "wall_s": 1.0}
+    write_outputs(cdir, state)
+    return cdir
 
 
 @pytest.fixture(scope="module")
@@ -211,10 +235,11 @@ def _check_plots(driver, need: set[str]) -> list[dict]:
 def test_index_lists_every_run_with_a_link_to_its_report(server, browser):
     assert _open(browser, server) == []
     text = browser.find_element("tag name", "body").text
-    assert "isolate-broker" in text and "2 runs" in text
-    reports = [h for h in (a.get_attribute("href") for a in browser.find_elements("css selector", "a"))
-               if h and h.endswith("/report.html")]
-    assert len(reports) == 2 and sum("/report-with-clients/" in h for h in reports) == 1, reports
+    assert "isolate-broker" in text and "4 runs" in text  # the run, its copy with clients, the campaign's two
+    links = [h for h in (a.get_attribute("href") for a in browser.find_elements("css selector", "a")) if h]
+    reports = [h for h in links if h.endswith("/report.html")]
+    assert len(reports) == 4 and sum("/report-with-clients/" in h for h in reports) == 1, reports
+    assert [h for h in links if h.endswith("/index.html")] == [server + "campaigns/ci/20260101T000000.000/index.html"]
 
 
 def test_run_report_shows_bands_lanes_and_logs_without_js_errors(server, browser, store, tmp_path):
@@ -240,10 +265,23 @@ def test_report_rendered_on_request_shows_client_latency_and_throughput(server, 
     _screenshot(browser, tmp_path / "report-clients.png", REVIEW / "zkfence-report-clients.png")
 
 
-def test_server_refuses_paths_outside_the_store_and_writes(server):
-    import urllib.error
-    import urllib.request
+def test_campaign_index_shows_the_matrix_by_verdict_and_links_reports(server, browser, tmp_path):
+    assert _open(browser, server + "campaigns/ci/20260101T000000.000/index.html") == []
+    body = browser.find_element("tag name", "body").text
+    assert "2/3 runs done (finished) · 1 valid · 1 invalid" in body and "not run" in body
+    cells = browser.find_elements("css selector", "#matrix a.run .verdict")
+    colours = sorted(c.value_of_css_property("background-color") for c in cells)
+    assert len(cells) == 2 and colours[0] != colours[1], colours  # green and red
+    junit = browser.find_element("link text", "junit.xml").get_attribute("href")
+    with urllib.request.urlopen(junit, timeout=10) as r:
+        assert b"<testsuite" in r.read()
+    _screenshot(browser, tmp_path / "campaign.png", REVIEW / "zkfence-campaign.png")
+    report = browser.find_elements("css selector", "#matrix a.run")[0].get_attribute("href")
+    assert _open(browser, report) == []
+    _check_plots(browser, {"timeline", "epochs"})
 
+
+def test_server_refuses_paths_outside_the_store_and_writes(server):
     for path in ("../../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd"):
         try:
             with urllib.request.urlopen(server + path, timeout=10) as r:
