@@ -211,7 +211,7 @@ class Engine:
         lap = _lap(phases)
         error: str | None = None
         ops: dict[str, int] = {}
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             try:
                 cluster = self.up(spec, events_dir / "zkproxy.jsonl" if spec.zkproxy == "all" else None)
                 cluster.run_id = run_id
@@ -457,7 +457,7 @@ def _lap(phases: dict[str, float]) -> Callable[[str], None]:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM unwinds like Ctrl-C, so every ``finally`` tears down what it started."""
 
     def handler(signum: int, frame: object) -> None:

@@ -67,7 +67,7 @@ def _resume_dir(root: Path, campaign: Campaign) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.engine import Engine
+    from harness.engine import Engine, sigterm_as_interrupt
     from harness.inventory import load_inventory
 
     campaign = load_campaign(args.file)
@@ -91,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     walls: list[float] = []
     skipped: list[str] = []
-    with Engine(inv, cdir / "runs", console, args.spark_master, keep_warm=True) as engine:
+    # SIGTERM between runs unwinds like Ctrl-C too, so the warm cluster is torn down.
+    with sigterm_as_interrupt(), Engine(inv, cdir / "runs", console, args.spark_master, keep_warm=True) as engine:
         for n, (p, spec) in enumerate(todo, 1):
             if budget is not None and time.monotonic() - t0 >= budget:
                 skipped = [q.key for q, _ in todo[n - 1:]]
