@@ -217,8 +217,9 @@ def _faults(values: list[Any], p: Path, err: Any) -> list[str]:
         names = [x.strip() for x in v.split(",") if x.strip()]
         unknown = [x for x in names if x not in DEFAULT_TARGETS]
         if unknown or not names:
-            raise err(key, f"{v!r}: cannot package {', '.join(unknown) or 'nothing'} (choose from "
-                           f"{', '.join(DEFAULT_TARGETS)}, 'isolate' or 'schedule:FILE')")
+            raise err(key, f"{v!r}: cannot package {', '.join(unknown) or 'nothing'} (a comma list of "
+                           f"{', '.join(DEFAULT_TARGETS)}; or 'isolate' alone, harness run's default; "
+                           "or 'schedule:FILE')")
         out.append(",".join(names))
     return out
 
