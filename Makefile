@@ -7,7 +7,7 @@ VENV := .venv
 LOCAL := .local
 TOXIPROXY_VERSION := v2.12.0
 TOXIPROXY := $(LOCAL)/bin/toxiproxy-server
-APT_PACKAGES := zookeeper openssh-server libslf4j-java default-jre-headless iproute2 procps nftables maven
+APT_PACKAGES := zookeeper openssh-server libslf4j-java default-jre-headless iproute2 procps nftables maven chromium chromium-driver
 PYTEST_ARGS ?=
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 

@@ -38,6 +38,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON result object per line")
     p.add_argument("--write", action="store_true", help=f"write {RESULTS_FILE} next to a store dir's history")
     p.add_argument("--parquet", metavar="OUT", help="also write the project events as Parquet under OUT")
+    p.add_argument("--junit", metavar="FILE",
+                   help="also write JUnit XML: a testsuite per path, a testcase per checker, anomalies as failures")
     p.set_defaults(func=run)
 
 
@@ -152,6 +154,11 @@ def run(args: argparse.Namespace) -> int:
         rows.append(row)
         if args.write and store is not None:
             (store / RESULTS_FILE).write_text(json.dumps(row, indent=2, default=str) + "\n", encoding="utf-8")
+    if args.junit:
+        from checkers.junit import run_properties, suite_for, write_junit
+
+        write_junit(args.junit, [suite_for(row["path"], row, run_properties(store))
+                                 for row, (_, store) in zip(rows, resolved, strict=True)], name="harness check")
     if args.json:
         for row in rows:
             print(json.dumps(row, default=str))

@@ -25,6 +25,8 @@ COMMAND_MODULES = (
     "checkers.command",
     "harness.commands.hunt",
     "harness.commands.repro",
+    "harness.commands.report",
+    "harness.commands.campaign",
 )
 
 

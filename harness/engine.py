@@ -224,7 +224,7 @@ class Engine:
         interrupted: str | None = None
         self.missing_sources: list[str] = []
         self.error_is_environment = False
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             try:
                 cluster = self.up(spec, events_dir / "zkproxy.jsonl" if spec.zkproxy == "all" else None)
                 cluster.run_id = run_id
@@ -269,9 +269,19 @@ class Engine:
             write_json(run_dir / "outcome.json", {"expected": spec.expect.describe(), "matched": outcome.matched,
                                                   "reproduced": outcome.reproduced, "verdicts": outcome.verdicts,
                                                   "error": error})
+        self._write_report(run_dir)
         if interrupted:
             raise RunInterrupted(str(run_dir), outcome.valid)
         return outcome
+
+    def _write_report(self, run_dir: Path) -> None:
+        """report.html next to results.json; a report that fails is a warning, never a lost run."""
+        try:
+            from harness.report import write_report
+
+            self.say(f"[bold]report[/] {write_report(run_dir)}")
+        except Exception as e:  # noqa: BLE001 - the verdict is on disk already; the report is a view of it
+            self.say(f"[yellow]warning[/] report not written: {type(e).__name__}: {e}")
 
     def _run_phases(self, cluster: Any, spec: TestSpec, run_id: str, run_dir: Path,
                     lap: _Lap) -> tuple[str | None, dict[str, int]]:
@@ -502,7 +512,7 @@ def _current_phase(done: dict[str, float]) -> str:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM unwinds like Ctrl-C, so every ``finally`` tears down what it started."""
 
     def handler(signum: int, frame: object) -> None:

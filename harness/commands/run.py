@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workload", default="none", metavar="NAME",
                    help=f"client workload ({', '.join(WORKLOADS)}; default none)")
     p.add_argument("--test", default=None, help="test name used in the store path")
+    p.add_argument("--junit", metavar="FILE", help="also write the verdict as JUnit XML (a testcase per checker)")
     p.set_defaults(func=run)
 
 
@@ -143,6 +144,12 @@ def run(args: argparse.Namespace) -> int:
     with Engine(inv, args.store, console, args.spark_master) as engine:
         outcome = engine.run(spec)
     print_verdict(console, outcome.results, outcome.run_dir)
+    if args.junit:
+        from checkers.junit import run_properties, suite_for, write_junit
+
+        write_junit(args.junit, [suite_for(str(outcome.run_dir), outcome.results, run_properties(outcome.run_dir))],
+                    name="harness run")
+        console.print(f"junit: {args.junit}")
     if outcome.error is not None:
         console.print(f"[bold red]the run did not complete:[/] {outcome.error}", highlight=False)
         if outcome.crashed:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
+from checkers.project import CHECKER_NAMES
 from checkers.testing import EventLog
 from harness.cli import main
 
@@ -64,8 +66,19 @@ def test_store_dir_and_reference_share_one_session(tmp_path: Path, capsys, spark
     (tmp_path / "g.log").write_text(GOOD)
     torn = tmp_path / "torn.jsonl"
     torn.write_text((store / "history.jsonl").read_text() + '{"src": "agent:1", "se')
-    rc, rows, _ = run(capsys, "--json", "--write", str(store), str(tmp_path / "g.log"), str(torn))
+    (store / "run.json").write_text(json.dumps({"test": "t", "seed": 11, "toggles": {"controller_fencing": "off"}}))
+    junit = tmp_path / "junit.xml"
+    rc, rows, _ = run(capsys, "--json", "--write", "--junit", str(junit), str(store), str(tmp_path / "g.log"),
+                      str(torn))
     assert rc == 1
+    suites = {s.get("name"): s for s in ET.parse(junit).getroot().findall("testsuite")}
+    assert list(suites) == [str(store), str(tmp_path / "g.log"), str(torn)]
+    fenced = {c.get("name"): c for c in suites[str(store)].findall("testcase")}
+    assert set(fenced) == set(CHECKER_NAMES)  # one testcase per checker of the run
+    (failure,) = fenced["controller_write_fencing"].findall("failure")
+    assert "agent:1/2" in failure.text and failure.get("message").startswith("[controller_write_fencing]")
+    assert {p.get("name"): p.get("value") for p in suites[str(store)].iter("property")}["seed"] == "11"
+    assert suites[str(tmp_path / "g.log")].get("failures") == "0"
     assert [r["valid"] for r in rows[1:2]] == [True]
     assert rows[0]["valid"] is False and rows[0]["path"] == str(store)
     assert any(a["checker"] == "controller_write_fencing" and a["event_ids"] == ["agent:1/2"] for a in rows[0]["anomalies"])

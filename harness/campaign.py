@@ -1,0 +1,248 @@
+"""Campaign files: a matrix of runs (fault sets × toggle sets × workloads × seeds × repeats) in TOML.
+
+```toml
+name = "nightly"
+time_limit = 20.0            # seconds of faults per run (recovery comes on top)
+budget = 900                 # wall-clock seconds: no run starts after it (optional)
+seeds = [1, 2]               # or a count: seeds = 3 → 1, 2, 3
+repeats = 1
+
+[matrix]
+faults = ["isolate", "partition,kill", "schedule:schedules/x.toml"]
+toggles = [{}, { reregister_on_expiry = false }]
+workloads = ["none"]
+```
+
+``faults``: ``isolate`` is `harness run`'s default (one broker cut from ZooKeeper for 2×T + 1 s),
+a comma list is a seeded random package (`harness run --faults`), ``schedule:FILE`` a scripted
+schedule (relative to the campaign file). Validation is strict, like the inventory's: every error is
+one line, ``file:line: …`` for bad TOML and ``file:line: key: why`` for a bad value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import tomllib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.config import ConfigError, parse_toggle_args
+from harness.errors import UsageError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CAMPAIGN = REPO_ROOT / "campaigns" / "nightly.toml"
+TOP_KEYS = {"name", "inventory", "time_limit", "budget", "seeds", "repeats", "margin_ms", "interval", "zkproxy",
+            "matrix"}
+MATRIX_KEYS = {"faults", "toggles", "workloads"}
+
+
+class CampaignError(UsageError):
+    """A bad campaign file: one line naming the file and line, or the key."""
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    key: str  # "003": the run's place in the plan, stable across restarts of the same plan
+    faults: str
+    toggles: dict[str, Any]
+    workload: str
+    seed: int
+    repeat: int
+
+    def argv(self, campaign: Campaign) -> list[str]:
+        """The `harness run` flags of this run."""
+        out = ["--time-limit", str(campaign.time_limit), "--seed", str(self.seed), "--workload", self.workload,
+               "--margin-ms", str(campaign.margin_ms), "--test", f"{campaign.name}-{self.key}"]
+        if campaign.inventory:
+            out += ["--inventory", campaign.inventory]
+        if self.faults.startswith("schedule:"):
+            out += ["--schedule", self.faults.removeprefix("schedule:")]
+        elif self.faults != "isolate":
+            out += ["--faults", self.faults, "--interval", str(campaign.interval)]
+        if campaign.zkproxy:
+            out.append("--zkproxy")
+        for k, v in self.toggles.items():
+            out += ["--toggle", f"{k}={str(v).lower() if isinstance(v, bool) else v}"]
+        return out
+
+    @property
+    def label(self) -> str:
+        toggles = ",".join(f"{k}={v}" for k, v in self.toggles.items()) or "defaults"
+        return f"{self.faults} · {toggles} · {self.workload} · seed {self.seed}" + (
+            f" · repeat {self.repeat}" if self.repeat else "")
+
+
+@dataclass(frozen=True)
+class Campaign:
+    path: str
+    name: str
+    time_limit: float
+    seeds: tuple[int, ...]
+    faults: tuple[str, ...]
+    toggles: tuple[dict[str, Any], ...]
+    workloads: tuple[str, ...]
+    repeats: int = 1
+    budget: float | None = None
+    inventory: str | None = None
+    margin_ms: int = 3000
+    interval: float = 5.0
+    zkproxy: bool = False
+
+    def plan(self) -> tuple[PlannedRun, ...]:
+        """Every run, in a fixed order: faults, then toggles, workloads, seeds, repeats."""
+        out = []
+        combos = itertools.product(self.faults, self.toggles, self.workloads, self.seeds, range(self.repeats))
+        for i, (f, t, w, s, r) in enumerate(combos):
+            out.append(PlannedRun(f"{i:03d}", f, dict(t), w, s, r))
+        return tuple(out)
+
+    def plan_hash(self) -> str:
+        """Identifies the plan: a restarted campaign resumes only a directory with the same one."""
+        data = json.dumps([asdict(r) for r in self.plan()] + [self.time_limit, self.inventory, self.margin_ms,
+                                                               self.interval, self.zkproxy], sort_keys=True)
+        return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The first line that sets ``key`` (``key =`` or ``[key]``), for errors on a value."""
+    for i, line in enumerate(text.splitlines(), 1):
+        if re.match(rf"^\s*(\[\s*{re.escape(key)}\s*\]|{re.escape(key)}\s*=)", line):
+            return i
+    return None
+
+
+def load_campaign(path: str | Path | None = None) -> Campaign:
+    p = Path(path) if path else DEFAULT_CAMPAIGN
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise CampaignError(f"{p}: cannot read campaign file: {e.strerror or e}") from e
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
+        where = f"{p}:{m.group(1)}" if m else str(p)
+        raise CampaignError(f"{where}: invalid TOML: {str(e).split(' (at line')[0]}") from e
+    return parse_campaign(data, p, text)
+
+
+def parse_campaign(data: dict[str, Any], p: Path, text: str = "") -> Campaign:
+    def err(key: str, msg: str) -> CampaignError:
+        line = _line_of(text, key.split(".")[-1].split("[")[0])
+        return CampaignError(f"{p}:{line}: {key}: {msg}" if line else f"{p}: {key}: {msg}")
+
+    def get(table: dict[str, Any], key: str, typ: type | tuple[type, ...], default: Any, where: str = "") -> Any:
+        if key not in table:
+            return default
+        v = table[key]
+        if (isinstance(v, bool) and typ is not bool and bool not in (typ if isinstance(typ, tuple) else (typ,))) \
+                or not isinstance(v, typ):
+            names = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
+            raise err(f"{where}{key}", f"expected {names}, got {type(v).__name__} {v!r}")
+        return v
+
+    for k in data:
+        if k not in TOP_KEYS:
+            raise err(k, f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
+    name = get(data, "name", str, p.stem)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise err("name", f"{name!r}: letters, digits, '.', '_' and '-' only")
+    time_limit = float(get(data, "time_limit", (int, float), 20.0))
+    if time_limit <= 0:
+        raise err("time_limit", "must be > 0 seconds")
+    budget = get(data, "budget", (int, float), None)
+    if budget is not None and budget <= 0:
+        raise err("budget", "must be > 0 seconds")
+    repeats = get(data, "repeats", int, 1)
+    if repeats < 1:
+        raise err("repeats", "must be >= 1")
+    margin_ms = get(data, "margin_ms", int, 3000)
+    if margin_ms < 0:
+        raise err("margin_ms", "must be >= 0")
+    interval = float(get(data, "interval", (int, float), 5.0))
+    if interval <= 0:
+        raise err("interval", "must be > 0 seconds")
+    zkproxy = get(data, "zkproxy", bool, False)
+    inventory = get(data, "inventory", str, None)
+    if inventory is not None:
+        inv = Path(inventory)
+        inventory = str(inv if inv.is_absolute() or inv.exists() else p.parent / inv)
+    raw_seeds = get(data, "seeds", (int, list), [1])
+    if isinstance(raw_seeds, int):
+        if raw_seeds < 1:
+            raise err("seeds", "a count must be >= 1")
+        seeds = tuple(range(1, raw_seeds + 1))
+    else:
+        if not raw_seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in raw_seeds):
+            raise err("seeds", "expected a count or a non-empty list of integers >= 0")
+        seeds = tuple(raw_seeds)
+
+    matrix = get(data, "matrix", dict, {})
+    for k in matrix:
+        if k not in MATRIX_KEYS:
+            raise err(f"matrix.{k}", f"unknown key (known: {', '.join(sorted(MATRIX_KEYS))})")
+    faults = tuple(_faults(get(matrix, "faults", list, ["isolate"], "matrix."), p, err))
+    toggles = tuple(_toggles(get(matrix, "toggles", list, [{}], "matrix."), err))
+    workloads = tuple(_workloads(get(matrix, "workloads", list, ["none"], "matrix."), err))
+    for key, values in (("matrix.faults", faults), ("matrix.toggles", toggles), ("matrix.workloads", workloads)):
+        if not values:
+            raise err(key, "must not be empty")
+    return Campaign(str(p), name, time_limit, seeds, faults, toggles, workloads, repeats, budget, inventory,
+                    margin_ms, interval, zkproxy)
+
+
+def _faults(values: list[Any], p: Path, err: Any) -> list[str]:
+    from nemesis.packages import DEFAULT_TARGETS
+
+    out = []
+    for i, v in enumerate(values):
+        key = f"matrix.faults[{i}]"
+        if not isinstance(v, str) or not v.strip():
+            raise err(key, f"expected a string, got {v!r}")
+        v = v.strip()
+        if v.startswith("schedule:"):
+            f = Path(v.removeprefix("schedule:"))
+            f = f if f.is_absolute() else p.parent / f
+            if not f.is_file():
+                raise err(key, f"{v!r}: no such schedule file {f}")
+            out.append(f"schedule:{f}")
+            continue
+        if v == "isolate":
+            out.append(v)
+            continue
+        names = [x.strip() for x in v.split(",") if x.strip()]
+        unknown = [x for x in names if x not in DEFAULT_TARGETS]
+        if unknown or not names:
+            raise err(key, f"{v!r}: cannot package {', '.join(unknown) or 'nothing'} (a comma list of "
+                           f"{', '.join(DEFAULT_TARGETS)}; or 'isolate' alone, harness run's default; "
+                           "or 'schedule:FILE')")
+        out.append(",".join(names))
+    return out
+
+
+def _toggles(values: list[Any], err: Any) -> list[dict[str, Any]]:
+    out = []
+    for i, v in enumerate(values):
+        key = f"matrix.toggles[{i}]"
+        if not isinstance(v, dict):
+            raise err(key, f"expected a table of NAME = VALUE, got {v!r}")
+        items = [f"{k}={str(x).lower() if isinstance(x, bool) else x}" for k, x in v.items()]
+        try:
+            parse_toggle_args(items, where=key)
+        except ConfigError as e:
+            raise err(key, str(e).removeprefix(f"{key} ").removeprefix(f"{key}: ")) from None
+        out.append(dict(v))
+    return out
+
+
+def _workloads(values: list[Any], err: Any) -> list[str]:
+    from workloads import WORKLOADS
+
+    for i, v in enumerate(values):
+        if v not in WORKLOADS:
+            raise err(f"matrix.workloads[{i}]", f"no workload {v!r} (known: {', '.join(WORKLOADS)})")
+    return list(values)

@@ -1,0 +1,122 @@
+"""Campaign files: the plan a matrix makes, one-line errors naming file:line and key, exit 254; the index page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.campaign import DEFAULT_CAMPAIGN, CampaignError, load_campaign
+from harness.cli import main
+from harness.commands.campaign import plan_specs
+from harness.inventory import load_inventory
+from harness.report.campaign import campaign_index
+
+GOOD = """\
+name = "ci"
+time_limit = 10
+seeds = [5, 6]
+repeats = 2
+
+[matrix]
+faults = ["isolate", "partition,kill"]
+toggles = [{}, { reregister_on_expiry = false }]
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "c.toml"
+    p.write_text(text)
+    return p
+
+
+def test_the_matrix_is_faults_x_toggles_x_workloads_x_seeds_x_repeats(tmp_path):
+    c = load_campaign(write(tmp_path, GOOD))
+    plan = c.plan()
+    assert len(plan) == 2 * 2 * 1 * 2 * 2 and [p.key for p in plan[:3]] == ["000", "001", "002"]
+    assert (plan[0].faults, plan[0].toggles, plan[0].seed, plan[0].repeat) == ("isolate", {}, 5, 0)
+    last = plan[-1]
+    assert (last.faults, last.toggles, last.seed, last.repeat) == ("partition,kill", {"reregister_on_expiry": False},
+                                                                  6, 1)
+    assert last.argv(c) == ["--time-limit", "10.0", "--seed", "6", "--workload", "none", "--margin-ms", "3000",
+                            "--test", "ci-015", "--faults", "partition,kill", "--interval", "5.0",
+                            "--toggle", "reregister_on_expiry=false"]
+    assert "--faults" not in plan[0].argv(c)  # isolate is `harness run`'s default
+    assert c.plan_hash() == load_campaign(write(tmp_path, GOOD)).plan_hash()
+    assert c.plan_hash() != load_campaign(write(tmp_path, GOOD.replace("[5, 6]", "[5, 7]"))).plan_hash()
+
+
+def test_every_planned_run_becomes_a_spec_before_anything_starts(tmp_path):
+    c = load_campaign(write(tmp_path, GOOD))
+    specs = plan_specs(c, load_inventory(None))
+    assert [s.name for _, s in specs][:2] == ["ci-000", "ci-001"]
+    assert specs[4][1].toggles == {"reregister_on_expiry": False} and (specs[0][1].seed, specs[2][1].seed) == (5, 6)
+    short = load_campaign(write(tmp_path, GOOD.replace("time_limit = 10", "time_limit = 2")))
+    with pytest.raises(CampaignError, match=r"c\.toml: run 000 \(isolate .*--time-limit"):
+        plan_specs(short, load_inventory(None))
+
+
+def test_the_shipped_nightly_campaign_loads():
+    c = load_campaign(DEFAULT_CAMPAIGN)
+    assert c.name == "nightly" and len(c.plan()) >= 4 and c.budget
+    assert plan_specs(c, load_inventory(None))
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("name = \"x\"\ntime_limit = \n", r"c\.toml:2: invalid TOML"),
+    ("name = \"x\"\nbogus = 1\n", r"c\.toml:2: bogus: unknown key"),
+    ("seeds = [1]\ntime_limit = \"ten\"\n", r"c\.toml:2: time_limit: expected int or float, got str"),
+    ("seeds = 0\n", r"c\.toml:1: seeds: a count must be >= 1"),
+    ("\n[matrix]\nfaults = [\"isolate\", \"teleport\"]\n", r"c\.toml:3: matrix\.faults\[1\]: 'teleport': cannot package"),
+    ("[matrix]\ntoggles = [{ nope = 1 }]\n", r"c\.toml:2: matrix\.toggles\[0\]: .*nope"),
+    ("[matrix]\nworkloads = [\"tpcc\"]\n", r"c\.toml:2: matrix\.workloads\[0\]: no workload 'tpcc'"),
+    ("[matrix]\nfaults = []\n", r"c\.toml:2: matrix\.faults: must not be empty"),
+    ("[matrix]\ncolour = 1\n", r"c\.toml:2: matrix\.colour: unknown key"),
+    ("[matrix]\nfaults = [\"schedule:missing.toml\"]\n", r"c\.toml:2: matrix\.faults\[0\]: .*no such schedule"),
+    ("repeats = true\n", r"c\.toml:1: repeats: expected int, got bool"),
+])
+def test_bad_campaign_files_are_one_line_errors_naming_file_line_and_key(tmp_path, text, where):
+    p = write(tmp_path, text)
+    with pytest.raises(CampaignError, match=where) as err:
+        load_campaign(p)
+    assert "\n" not in str(err.value) and str(err.value).startswith(str(p))
+
+
+def test_the_command_exits_254_with_one_line(tmp_path, capsys):
+    p = write(tmp_path, "name = \"x\"\nseeds = [\"a\"]\n")
+    assert main(["campaign", str(p), "--store", str(tmp_path / "store")]) == 254
+    err = capsys.readouterr().err.strip()
+    assert err == f"harness: {p}:2: seeds: expected a count or a non-empty list of integers >= 0"
+    assert main(["campaign", str(tmp_path / "none.toml")]) == 254
+    assert "cannot read campaign file" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists(), "nothing starts on a bad file"
+
+
+def test_index_page_colours_the_matrix_and_links_every_report():
+    run = {"key": "000", "label": "isolate · defaults · none · seed 1", "faults": "isolate", "toggles": {},
+           "workload": "none", "seed": 1, "repeat": 0, "run_dir": "runs/c-000/T1", "valid": True, "anomalies": 0,
+           "first_anomaly": "", "error": None, "wall_s": 30.0}
+    bad = {**run, "key": "001", "toggles": {"reregister_on_expiry": False}, "run_dir": "runs/c-001/T2", "valid": False,
+           "anomalies": 1, "first_anomaly": "[registration_liveness] broker 2 <never>", "label": "isolate · x"}
+    state = {"name": "c", "file": "c.toml", "finished": False, "runs": {"000": run, "001": bad},
+             "plan": [{"key": k, "label": k} for k in ("000", "001", "002")]}
+    page = campaign_index(state)
+    assert "2/3 runs done (in progress) · 1 valid · 1 invalid · 0 unknown" in page
+    assert page.count('href="runs/c-000/T1/report.html"') == 2 and 'href="runs/c-001/T2/report.html"' in page
+    assert "reregister_on_expiry=false" in page and "&lt;never&gt;" in page and "<i>not run</i>" in page
+    assert 'id="matrix"' in page and "<script" not in page
+
+
+def test_the_store_index_links_every_campaign(tmp_path):
+    import json
+
+    from harness.report.serve import index_page
+
+    cdir = tmp_path / "campaigns" / "ci" / "20260101T000000.000"
+    cdir.mkdir(parents=True)
+    (cdir / "campaign.json").write_text(json.dumps({"name": "ci", "plan": [{}, {}], "runs": {"000": {"valid": False}}}))
+    (cdir / "index.html").write_text("x")
+    (tmp_path / "campaigns" / "ci" / "latest").symlink_to(cdir.name)
+    page = index_page(tmp_path)
+    assert page.count('href="/campaigns/ci/20260101T000000.000/index.html"') == 1
+    assert "<td>1/2</td><td>1</td>" in page
