@@ -200,6 +200,9 @@ class ReplicaManager:
         topic, part = req["topic"], int(req["partition"])
         rid, repoch = int(req["replica_id"]), int(req.get("replica_epoch", -1))
         offset = int(req["fetch_offset"])
+        if rid < 0:
+            return self.handle_consumer_fetch(topic, part, offset, int(req.get("leader_epoch", -1)),
+                                              int(req.get("max_records", 500)))
         with self.lock:
             lp = self.partitions.get((topic, part))
             if lp is None or lp.role != "leader" or lp.state is None:
@@ -226,6 +229,27 @@ class ReplicaManager:
             records = lp.log.read(offset)
             return {"error_code": errors.NONE, "records": records, "hw": lp.log.hw, "leader_epoch": le,
                     "leo": lp.log.leo}
+
+    def handle_consumer_fetch(self, topic: str, part: int, offset: int, leader_epoch: int,
+                              max_records: int) -> dict[str, Any]:
+        """A consumer's fetch (replica id -1): served by the leader only, up to the high watermark.
+        Fencing as a Kafka broker: NOT_LEADER_OR_FOLLOWER when this broker does not lead; with a
+        leader epoch (>= 0), FENCED_LEADER_EPOCH below ours and UNKNOWN_LEADER_EPOCH above it."""
+        with self.lock:
+            lp = self.partitions.get((topic, part))
+            if lp is None or lp.role != "leader" or lp.state is None:
+                return {"error_code": errors.NOT_LEADER_OR_FOLLOWER}
+            le = lp.state.leader_epoch
+            if 0 <= leader_epoch < le:
+                return {"error_code": errors.FENCED_LEADER_EPOCH, "leader_epoch": le}
+            if leader_epoch > le:
+                return {"error_code": errors.UNKNOWN_LEADER_EPOCH, "leader_epoch": le}
+            hw = lp.log.hw
+            if offset < 0 or offset > hw:
+                return {"error_code": errors.OFFSET_OUT_OF_RANGE, "hw": hw, "leader_epoch": le}
+            records = lp.log.read(offset, max(0, min(max_records, hw - offset)))
+            return {"error_code": errors.NONE, "records": records, "hw": hw, "leader_epoch": le,
+                    "leader": self.me}
 
     def _advance_hw(self, lp: LocalPartition) -> None:
         assert lp.state is not None

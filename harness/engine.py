@@ -275,6 +275,10 @@ class Engine:
                 with self.console.status(f"recover: {recovery:.1f}s (T + margin + 1s) after the final heal"):
                     time.sleep(recovery)
                 lap("recover")
+            if spec.workload.final:
+                with self.console.status("final read: the workload's final operations"):
+                    workload.final()
+                lap("final")
             live_brokers = sorted(b for b, a in cluster.agents.items() if live(a))
             observer.final_snapshot()
             writers["harness"].emit("run_end", live_brokers=live_brokers)

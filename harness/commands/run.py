@@ -20,7 +20,8 @@ from harness.errors import EXIT_CRASH, UsageError
 from harness.inventory import Inventory, load_inventory
 from harness.spec import TestSpec
 from nemesis.schedule import Schedule, isolate_schedule
-from workloads import WORKLOADS
+from workloads import BUILDERS, WORKLOADS
+from workloads.base import Workload
 
 DEFAULT_TEST = "isolate-broker"
 
@@ -39,8 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="mean seconds between a packaged fault's start and stop (default 5)")
     p.add_argument("--zkproxy", action="store_true",
                    help="route agent→ZooKeeper traffic through the ZooKeeper wire proxy (enables fault zk_rules)")
-    p.add_argument("--workload", default="none", metavar="NAME",
-                   help=f"client workload ({', '.join(WORKLOADS)}; default none)")
+    p.add_argument("--workload", default="queue", metavar="NAME",
+                   help=f"client workload ({', '.join(WORKLOADS)}; default queue)")
+    add_workload_args(p)
     p.add_argument("--test", default=None, help="test name used in the store path")
     p.set_defaults(func=run)
 
@@ -58,6 +60,28 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> Non
                    help="liveness margin on top of the session timeout (default 3000)")
 
 
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--concurrency", type=int, default=4, metavar="N",
+                   help="client processes of the workload (default 4)")
+    p.add_argument("--rate", type=float, default=None, metavar="OPS",
+                   help="client operations per second across all processes (default: unthrottled)")
+    p.add_argument("--acks", default="all", choices=("all", "1"), help="producer acks of the queue workload (default all)")
+
+
+def workload_from_args(args: argparse.Namespace) -> Workload:
+    name = getattr(args, "workload", "none")
+    workload = WORKLOADS.get(name)
+    if workload is None:
+        raise UsageError(f"--workload: no workload {name!r} (known: {', '.join(WORKLOADS)})")
+    concurrency, rate = getattr(args, "concurrency", 4), getattr(args, "rate", None)
+    if concurrency <= 0:
+        raise UsageError(f"--concurrency: must be > 0, got {concurrency}")
+    if rate is not None and not rate > 0:
+        raise UsageError(f"--rate: must be > 0 ops/s, got {rate}")
+    build = BUILDERS.get(name)
+    return build(concurrency, rate, getattr(args, "acks", "all")) if build else workload
+
+
 def toggles_from_args(args: argparse.Namespace) -> dict[str, Any]:
     try:
         return parse_toggle_args(args.toggle)
@@ -71,9 +95,7 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
         raise UsageError(f"--time-limit: must be > 0 seconds, got {args.time_limit}")
     if args.margin_ms < 0:
         raise UsageError(f"--margin-ms: must be >= 0, got {args.margin_ms}")
-    workload = WORKLOADS.get(getattr(args, "workload", "none"))
-    if workload is None:
-        raise UsageError(f"--workload: no workload {args.workload!r} (known: {', '.join(WORKLOADS)})")
+    workload = workload_from_args(args)
     toggles = toggles_from_args(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     name = getattr(args, "test", None) or DEFAULT_TEST
