@@ -422,41 +422,49 @@ class ReplicaManager:
 
     # -- follower side -------------------------------------------------------------------
     def _fetch_loop(self) -> None:
+        """Fetch every followed partition each ``fetch_interval``; after a fetch that returned records,
+        fetch again at once (as a Kafka follower does), so the leader learns the new log end offset
+        and an acks=all produce waits about one interval, not two."""
+        got = False
         while not self.broker.stopping.is_set():
-            time.sleep(self.fetch_interval)
+            if not got:
+                time.sleep(self.fetch_interval)
             with self.lock:
                 todo = [(lp, lp.state.leader, lp.state.leader_epoch, lp.log.leo)
                         for lp in self.partitions.values()
                         if lp.role == "follower" and lp.state is not None
                         and lp.state.leader not in (NO_LEADER, self.me)]
+            got = False
             for lp, leader, le, leo in todo:
-                self._fetch_once(lp, leader, le, leo)
+                got = self._fetch_once(lp, leader, le, leo) or got
 
-    def _fetch_once(self, lp: LocalPartition, leader: int, leader_epoch: int, leo: int) -> None:
+    def _fetch_once(self, lp: LocalPartition, leader: int, leader_epoch: int, leo: int) -> bool:
+        """One fetch from the leader; True when it appended records."""
         req = {"type": "fetch", "topic": lp.topic, "partition": lp.partition, "replica_id": self.me,
                "replica_epoch": self.broker.broker_epoch if self.broker.broker_epoch is not None else -1,
                "fetch_offset": leo, "leader_epoch": leader_epoch, "request_id": self.next_id("fetch")}
         try:
             reply = self.broker.request_broker(leader, req, timeout=1.0)
         except OSError:
-            return
+            return False
         code = int(reply.get("error_code", -1))
         with self.lock:
             if lp.role != "follower" or lp.state is None or lp.state.leader_epoch != leader_epoch \
                     or lp.log.leo != leo:
-                return
+                return False
             if code == errors.OFFSET_OUT_OF_RANGE:
                 to = int(reply.get("leo", 0))
                 dropped = lp.log.truncate(to)
                 self.broker.emit("truncate", topic=lp.topic, partition=lp.partition, to_offset=to,
                                  dropped=dropped, reason="offset_out_of_range")
-                return
+                return False
             if code != errors.NONE:
-                return
+                return False
             recs = reply.get("records", [])
             if recs:
                 lp.log.append_records(recs)
             lp.log.set_hw(min(int(reply.get("hw", 0)), lp.log.leo))
+            return bool(recs)
 
     # -- introspection --------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

@@ -225,7 +225,9 @@ class Engine:
         self.say(f"[bold]collect[/] {n} events → {run_dir / 'history.jsonl'}")
         results = self.effects.check(self, str(run_dir / "history.jsonl"), spec)
         if ops:
-            results.setdefault("stats", {})["client_ops"] = ops
+            stats = results.setdefault("stats", {})
+            stats["client_ops"] = ops
+            stats["client_operations"] = sum(ops.values())
         write_json(run_dir / "results.json", results)
         lap("check")
         outcome = RunOutcome(spec, run_dir, results, error, time.monotonic() - t_start, phases, ops)

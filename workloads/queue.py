@@ -34,6 +34,7 @@ from workloads.base import FAIL, INFO, OK, Op, Workload
 TOPIC = "queue"
 PARTITIONS = 3
 REPLICATION = 3
+DEFAULT_CONCURRENCY = 8  # client processes: enough for thousands of ops in a 20 s run
 QUEUE_CHECKERS = ("queue_lost_write", "queue_inconsistent_offsets", "queue_duplicate", "queue_aborted_read",
                   "queue_poll_order", "queue_unseen")
 
@@ -44,7 +45,7 @@ class QueueGenerator:
 
     topic: str = TOPIC
     partitions: int = PARTITIONS
-    concurrency: int = 4
+    concurrency: int = DEFAULT_CONCURRENCY
     rate: float | None = None  # ops/s across all processes; None: as fast as the clients go
     acks: str = "all"
     _issued: dict[int, int] = field(default_factory=dict)  # per process: ops handed out
@@ -185,7 +186,7 @@ class QueueClient:
         self._kafka = None
 
 
-def queue_workload(concurrency: int = 4, rate: float | None = None, acks: str = "all",
+def queue_workload(concurrency: int = DEFAULT_CONCURRENCY, rate: float | None = None, acks: str = "all",
                    partitions: int = PARTITIONS, topic: str = TOPIC) -> Workload:
     if concurrency <= 0:
         raise ValueError(f"concurrency must be > 0, got {concurrency}")

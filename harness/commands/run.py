@@ -22,6 +22,7 @@ from harness.spec import TestSpec
 from nemesis.schedule import Schedule, isolate_schedule
 from workloads import BUILDERS, WORKLOADS
 from workloads.base import Workload
+from workloads.queue import DEFAULT_CONCURRENCY
 
 DEFAULT_TEST = "isolate-broker"
 
@@ -61,8 +62,8 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> Non
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--concurrency", type=int, default=4, metavar="N",
-                   help="client processes of the workload (default 4)")
+    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="N",
+                   help=f"client processes of the workload (default {DEFAULT_CONCURRENCY})")
     p.add_argument("--rate", type=float, default=None, metavar="OPS",
                    help="client operations per second across all processes (default: unthrottled)")
     p.add_argument("--acks", default="all", choices=("all", "1"), help="producer acks of the queue workload (default all)")
@@ -73,7 +74,7 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     workload = WORKLOADS.get(name)
     if workload is None:
         raise UsageError(f"--workload: no workload {name!r} (known: {', '.join(WORKLOADS)})")
-    concurrency, rate = getattr(args, "concurrency", 4), getattr(args, "rate", None)
+    concurrency, rate = getattr(args, "concurrency", DEFAULT_CONCURRENCY), getattr(args, "rate", None)
     if concurrency <= 0:
         raise UsageError(f"--concurrency: must be > 0, got {concurrency}")
     if rate is not None and not rate > 0:
@@ -154,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
     with Engine(inv, args.store, console, args.spark_master) as engine:
         outcome = engine.run(spec)
     print_verdict(console, outcome.results, outcome.run_dir)
+    console.print("  phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in outcome.phases.items())
+                  + f"; total {outcome.wall_s:.1f}s", highlight=False)
     if outcome.error is not None:
         console.print(f"[bold red]the run did not complete:[/] {outcome.error}")
         return EXIT_CRASH
@@ -166,10 +169,12 @@ def print_verdict(console: Console, results: dict, run_dir: Path) -> None:
     word = {True: "valid", False: "invalid"}.get(valid, "unknown")
     for name, sub in results.get("checkers", {}).items():
         console.print(f"  {name}: {sub['valid']}  {sub.get('stats', {})}", highlight=False)
-    ops = results.get("stats", {}).get("client_ops")
+    stats = results.get("stats", {})
+    ops = stats.get("client_ops")
     if ops:
         console.print(f"  client operations: {sum(ops.values())} ({ops})", highlight=False)
     for a in results.get("anomalies", [])[:20]:
         console.print(f"  [red]anomaly[/] {a['checker']}: {a['message']}  events {', '.join(a['event_ids'])}",
                       highlight=False)
-    console.print(f"[bold {colour}]{word}[/]  results: {run_dir / 'results.json'}")
+    checked = f"  {stats['client_operations']} client operations checked" if "client_operations" in stats else ""
+    console.print(f"[bold {colour}]{word}[/]{checked}  results: {run_dir / 'results.json'}", highlight=False)
