@@ -41,8 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="mean seconds between a packaged fault's start and stop (default 5)")
     p.add_argument("--zkproxy", action="store_true",
                    help="route agent→ZooKeeper traffic through the ZooKeeper wire proxy (enables fault zk_rules)")
-    p.add_argument("--workload", default="queue", metavar="NAME",
-                   help=f"client workload ({', '.join(WORKLOADS)}; default queue)")
+    p.add_argument("--workload", default="none", metavar="NAME",
+                   help=f"client workload ({', '.join(WORKLOADS)}; default none)")
     add_workload_args(p)
     p.add_argument("--test", default=None, help="test name used in the store path")
     p.set_defaults(func=run)
