@@ -224,7 +224,7 @@ class Engine:
         lap("collect")
         self.say(f"[bold]collect[/] {n} events → {run_dir / 'history.jsonl'}")
         results = self.effects.check(self, str(run_dir / "history.jsonl"), spec)
-        if ops:
+        if ops and spec.workload.client is not None:  # a run with a workload (none has no client)
             stats = results.setdefault("stats", {})
             stats["client_ops"] = ops
             stats["client_operations"] = sum(ops.values())
