@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from agent import errors
@@ -45,6 +46,39 @@ def append(addr: str, topic: str, partition: int, value: Any, acks: str | int = 
         # The leader wrote it but could not confirm replication (timeout, lost leadership).
         raise AppendUnknown(f"{addr}: {errors.name(code)} after appending at offset {reply.get('offset')}")
     raise AppendError(code, str(reply.get("error", "")))
+
+
+class FetchError(Exception):
+    """A consumer fetch the broker answered with an error ``code`` (nothing was read)."""
+
+    def __init__(self, code: int, leader: int = -1) -> None:
+        super().__init__(f"{errors.name(code)} ({code}) from broker {leader}")
+        self.code = code
+        self.leader = leader
+
+    @property
+    def epoch_changed(self) -> bool:
+        """FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH: the partition has another leader epoch."""
+        return self.code in (errors.FENCED_LEADER_EPOCH, errors.UNKNOWN_LEADER_EPOCH)
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """A consumer fetch's answer: ``records`` [{offset, value, leader_epoch}] below ``hw``."""
+
+    records: list[dict[str, Any]]
+    hw: int
+    leader: int
+    leader_epoch: int
+
+
+def fetch_once(addr: str, topic: str, partition: int, offset: int, leader_epoch: int = -1, max_records: int = 500,
+          timeout: float = 5.0) -> dict[str, Any]:
+    """One consumer fetch (replica id -1) from the broker at ``addr``: the raw reply. ``OSError``
+    when it does not answer."""
+    msg = {"type": "fetch", "topic": topic, "partition": partition, "replica_id": -1, "fetch_offset": offset,
+           "leader_epoch": leader_epoch, "max_records": max_records}
+    return request(addr, msg, timeout=timeout)
 
 
 class KafkaClient:
@@ -124,6 +158,29 @@ class KafkaClient:
         if self.events is not None:
             self.events.emit("append", type="fail", process=self.process, error=str(last), **ev)
         raise AppendError(getattr(last, "code", errors.REQUEST_TIMED_OUT), f"gave up: {last}")
+
+    def fetch(self, topic: str, partition: int, offset: int, leader_epoch: int = -1,
+                     max_records: int = 500) -> Fetched:
+        """Assign ``topic``-``partition`` and poll from ``offset``: one fetch from the leader this client
+        knows (metadata refreshed when it knows none). ``FetchError`` for an error answer (the leader
+        cache is dropped so the next poll rediscovers it); ``AppendUnknown`` when no broker answers."""
+        leader = self.leader(topic, partition)
+        if leader < 0 or leader not in self.brokers:
+            leader = self.leader(topic, partition, refresh=True)
+        if leader < 0 or leader not in self.brokers:
+            raise FetchError(errors.NOT_LEADER_OR_FOLLOWER, leader)
+        try:
+            reply = fetch_once(self.brokers[leader], topic, partition, offset, leader_epoch, max_records, self.timeout)
+        except OSError as e:
+            self._leaders.pop((topic, partition), None)
+            raise AppendUnknown(f"fetch from broker {leader}: {type(e).__name__}: {e}") from e
+        code = int(reply.get("error_code", -1))
+        if code != errors.NONE:
+            self._leaders.pop((topic, partition), None)
+            raise FetchError(code, leader)
+        return Fetched(list(reply.get("records", [])), int(reply.get("hw", 0)), leader, int(reply.get("leader_epoch", -1)))
+
+    poll = fetch
 
 
 class AgentAdmin:

@@ -200,6 +200,9 @@ class ReplicaManager:
         topic, part = req["topic"], int(req["partition"])
         rid, repoch = int(req["replica_id"]), int(req.get("replica_epoch", -1))
         offset = int(req["fetch_offset"])
+        if rid < 0:
+            return self.handle_consumer_fetch(topic, part, offset, int(req.get("leader_epoch", -1)),
+                                              int(req.get("max_records", 500)))
         with self.lock:
             lp = self.partitions.get((topic, part))
             if lp is None or lp.role != "leader" or lp.state is None:
@@ -226,6 +229,27 @@ class ReplicaManager:
             records = lp.log.read(offset)
             return {"error_code": errors.NONE, "records": records, "hw": lp.log.hw, "leader_epoch": le,
                     "leo": lp.log.leo}
+
+    def handle_consumer_fetch(self, topic: str, part: int, offset: int, leader_epoch: int,
+                              max_records: int) -> dict[str, Any]:
+        """A consumer's fetch (replica id -1): served by the leader only, up to the high watermark.
+        Fencing as a Kafka broker: NOT_LEADER_OR_FOLLOWER when this broker does not lead; with a
+        leader epoch (>= 0), FENCED_LEADER_EPOCH below ours and UNKNOWN_LEADER_EPOCH above it."""
+        with self.lock:
+            lp = self.partitions.get((topic, part))
+            if lp is None or lp.role != "leader" or lp.state is None:
+                return {"error_code": errors.NOT_LEADER_OR_FOLLOWER}
+            le = lp.state.leader_epoch
+            if 0 <= leader_epoch < le:
+                return {"error_code": errors.FENCED_LEADER_EPOCH, "leader_epoch": le}
+            if leader_epoch > le:
+                return {"error_code": errors.UNKNOWN_LEADER_EPOCH, "leader_epoch": le}
+            hw = lp.log.hw
+            if offset < 0 or offset > hw:
+                return {"error_code": errors.OFFSET_OUT_OF_RANGE, "hw": hw, "leader_epoch": le}
+            records = lp.log.read(offset, max(0, min(max_records, hw - offset)))
+            return {"error_code": errors.NONE, "records": records, "hw": hw, "leader_epoch": le,
+                    "leader": self.me}
 
     def _advance_hw(self, lp: LocalPartition) -> None:
         assert lp.state is not None
@@ -398,41 +422,49 @@ class ReplicaManager:
 
     # -- follower side -------------------------------------------------------------------
     def _fetch_loop(self) -> None:
+        """Fetch every followed partition each ``fetch_interval``; after a fetch that returned records,
+        fetch again at once (as a Kafka follower does), so the leader learns the new log end offset
+        and an acks=all produce waits about one interval, not two."""
+        got = False
         while not self.broker.stopping.is_set():
-            time.sleep(self.fetch_interval)
+            if not got:
+                time.sleep(self.fetch_interval)
             with self.lock:
                 todo = [(lp, lp.state.leader, lp.state.leader_epoch, lp.log.leo)
                         for lp in self.partitions.values()
                         if lp.role == "follower" and lp.state is not None
                         and lp.state.leader not in (NO_LEADER, self.me)]
+            got = False
             for lp, leader, le, leo in todo:
-                self._fetch_once(lp, leader, le, leo)
+                got = self._fetch_once(lp, leader, le, leo) or got
 
-    def _fetch_once(self, lp: LocalPartition, leader: int, leader_epoch: int, leo: int) -> None:
+    def _fetch_once(self, lp: LocalPartition, leader: int, leader_epoch: int, leo: int) -> bool:
+        """One fetch from the leader; True when it appended records."""
         req = {"type": "fetch", "topic": lp.topic, "partition": lp.partition, "replica_id": self.me,
                "replica_epoch": self.broker.broker_epoch if self.broker.broker_epoch is not None else -1,
                "fetch_offset": leo, "leader_epoch": leader_epoch, "request_id": self.next_id("fetch")}
         try:
             reply = self.broker.request_broker(leader, req, timeout=1.0)
         except OSError:
-            return
+            return False
         code = int(reply.get("error_code", -1))
         with self.lock:
             if lp.role != "follower" or lp.state is None or lp.state.leader_epoch != leader_epoch \
                     or lp.log.leo != leo:
-                return
+                return False
             if code == errors.OFFSET_OUT_OF_RANGE:
                 to = int(reply.get("leo", 0))
                 dropped = lp.log.truncate(to)
                 self.broker.emit("truncate", topic=lp.topic, partition=lp.partition, to_offset=to,
                                  dropped=dropped, reason="offset_out_of_range")
-                return
+                return False
             if code != errors.NONE:
-                return
+                return False
             recs = reply.get("records", [])
             if recs:
                 lp.log.append_records(recs)
             lp.log.set_hw(min(int(reply.get("hw", 0)), lp.log.leo))
+            return bool(recs)
 
     # -- introspection --------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

@@ -246,8 +246,10 @@ class Engine:
             results = self.effects.check(self, str(run_dir / "history.jsonl"), spec)
         else:
             results = {"valid": "unknown", "checkers": {}, "anomalies": [], "stats": {"events": 0}}
-        if ops:
-            results.setdefault("stats", {})["client_ops"] = ops
+        if ops and spec.workload.client is not None:  # a run with a workload (none has no client)
+            stats = results.setdefault("stats", {})
+            stats["client_ops"] = ops
+            stats["client_operations"] = sum(ops.values())
         if interrupted:
             results["interrupted"] = interrupted
         if error is not None:
@@ -324,6 +326,10 @@ class Engine:
                 with self.console.status(f"recover: {recovery:.1f}s (T + margin + 1s) after the final heal"):
                     time.sleep(recovery)
                 lap("recover")
+            if spec.workload.final:
+                with self.console.status("final read: the workload's final operations"):
+                    workload.final()
+                lap("final")
             live_brokers = sorted(b for b, a in cluster.agents.items() if live(a))
             observer.final_snapshot()
             writers["harness"].emit("run_end", live_brokers=live_brokers)

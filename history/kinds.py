@@ -57,7 +57,7 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "zk_version": "int", "leo": "int", "hw": "int", "deleted": "bool", "to_offset": "int", "dropped": "json",
     "replica": "int", "replica_epoch": "int", "fetch_offset": "int", "partition_epoch": "int",
     "new_isr_with_epochs": "json", "based_on_fetch": "str_map", "held": "bool", "ineligible": "ints",
-    "offset": "int", "value": "json", "acks": "json", "offsets": "ints", "values": "json", "replicas": "json",
+    "offset": "int", "consumer": "int", "value": "json", "acks": "json", "offsets": "ints", "values": "json", "replicas": "json",
     # harness
     "live_brokers": "ints", "test": "str", "schedule": "str", "scenario": "str", "fixed": "bool",
     "what": "str", "seed": "int", "jira": "str", "variant": "str",
@@ -181,7 +181,10 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _agent("log_end", "topic partition offsets values hw leo"),
     # --- workload clients (src client, or a client's own writer) ---------------------------------------
     _kind("append", CLIENT, OPS, "topic partition value acks offset leader error_code error"),
-    _kind("create_topic", CLIENT, OPS, "topic replicas error"),
+    _kind("create_topic", CLIENT, OPS, "topic partitions:int replicas error"),
+    _kind("send", CLIENT, OPS, "topic partition value acks offset leader error_code error"),
+    _kind("poll", CLIENT, OPS, "topic partition consumer offset offsets values hw leader leader_epoch error_code error"),
+    _kind("final_read", CLIENT, OPS, "topic partition offsets values hw leader leader_epoch error_code error"),
     # --- the harness's observer: its own ZooKeeper session, never faulted -------------------------------
     _kind("broker_znode", OBSERVER, "event", "broker_id exists czxid owner mzxid final"),
     _kind("broker_znode_unreadable", OBSERVER, "info", "broker_id error"),

@@ -10,6 +10,12 @@ controller checks only liveness (``isr_epoch_check=off``), so the empty B enters
 and the controller elects B: acknowledged (acks=all) records are gone. With KIP-903
 (``isr_epoch_check=kip903``) the stale entry is rejected with INELIGIBLE_REPLICA (107) and the
 partition goes offline instead of losing data.
+
+The consequence, as a client sees it: the records are the queue workload's ``send`` ops; A is
+restarted, and a ``final_read`` takes the partition from whichever broker leads it. With the bug
+the empty B leads and ``queue_lost_write`` names every acknowledged send, the partition states
+(leader@epoch) between the ack and the read, and the brokers' epochs; with KIP-903 A leads again
+and the final read holds every acknowledged record.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from harness.engine import RunContext
 from scenarios.kafka_7235 import BounceBase
 from scenarios.timeline import hx
 from workloads.base import Client
-from workloads.kafka import AdminClient, ProducerClient
+from workloads.kafka import AdminClient
+from workloads.queue import QueueClient
 
 TOPIC = "t14139"
 RECORDS = 5
@@ -30,7 +37,7 @@ RECORDS = 5
 
 class Kafka14139(BounceBase):
     def clients(self) -> dict[str, Client]:
-        return {"admin": AdminClient(), "producer": ProducerClient(timeout=3.0, deadline_s=5.0)}
+        return {"admin": AdminClient(), "queue": QueueClient(timeout=3.0, deadline_s=5.0, final_deadline_s=30.0)}
 
     def _state(self, ctx: RunContext) -> dict[str, Any] | None:
         try:
@@ -55,7 +62,7 @@ class Kafka14139(BounceBase):
         ctx.step(f"   B stopped: the controller shrinks the ISR to {self._state(ctx)}")
         acked = []
         for i in range(RECORDS):
-            done = ctx.invoke("producer", "append", topic=TOPIC, partition=0, value=f"v{i}", acks="all")
+            done = ctx.invoke("queue", "send", topic=TOPIC, partition=0, value=f"v{i}", acks="all")
             if done.type == "ok":
                 acked.append(done.value["offset"])
             else:
@@ -98,6 +105,11 @@ class Kafka14139(BounceBase):
                     ": no eligible replica, the partition is offline (unavailable, but nothing acknowledged is lost)"
                     if st and st.get("leader") == -1 else ""))
         ctx.nemesis("cut", "stop", [nb], links=[f"{nb}->{na}"])
+        ctx.nemesis("kill", "stop", [na])
+        ctx.wait(lambda: self.epoch(ctx, a), 2 * ctx.T + 5, "A to register again")
+        done = ctx.invoke("queue", "final_read", topic=TOPIC, partition=0)
+        ctx.step(f"8. A restarts; final read of {TOPIC}-0 ({done.type}) from leader {done.value.get('leader')}: "
+                 f"offsets {done.value.get('offsets')} of {len(acked)} acknowledged")
 
 
 SCENARIO = Kafka14139(
@@ -105,7 +117,7 @@ SCENARIO = Kafka14139(
     title="empty-disk replica joins the ISR via a delayed AlterPartition; committed data lost on failover",
     jira="KAFKA-14139",
     story=__doc__ or "",
-    checkers=["isr_expansion"],
+    checkers=["isr_expansion", "queue_lost_write"],
     bug_toggles={"isr_epoch_check": "off"},
     fixed_toggles={"isr_epoch_check": "kip903"},
     brokers=[1, 2, 3],

@@ -8,8 +8,10 @@ operation in the history.
   one op and returns its completion, ``close()``. A client never writes events: the runner does.
 * ``Generator``: pure: the next op for a process at a time since the start, or ``None`` when that
   process is done. No I/O, no clock: the runner passes the time in, so generators test on plain data.
-* ``Workload``: a name, a client, a generator, how many processes run it, and the checkers that
-  read its operations.
+  A ``sleep`` op {s} throttles: the runner waits that long and records nothing.
+* ``Workload``: a name, a client, a generator, how many processes run it, the checkers that
+  read its operations, and ``setup``/``final`` ops run by one client (process ``"setup"`` before
+  the processes start, ``"final"`` after the engine's recovery phase).
 
 A process whose op ends ``info`` may still have that op in flight, so it never issues another:
 the runner retires it and continues with a new process number (``process + concurrency``), as
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 OK, FAIL, INFO = "ok", "fail", "info"
+SLEEP = "sleep"  # a generator's "nothing yet": the runner waits value["s"] seconds, records nothing
 
 
 @dataclass(slots=True)
@@ -59,6 +62,8 @@ class Workload:
     generator: Generator | None = None
     concurrency: int = 0
     checkers: tuple[str, ...] = ()  # checker names that read this workload's operations
+    setup: tuple[Op, ...] = ()  # run in order by one client before the processes start (e.g. create a topic)
+    final: tuple[Op, ...] = ()  # run in order after the recovery phase (e.g. a final read of every partition)
 
 
 NONE = Workload("none")
@@ -100,6 +105,7 @@ class WorkloadRunner:
         w = self.workload
         if w.client is None or w.generator is None or w.concurrency <= 0:
             return
+        self.run_ops(w.setup, "setup")
         t0 = time.monotonic()
         for slot in range(w.concurrency):
             t = threading.Thread(target=self._worker, args=(slot, t0, time_limit), name=f"client-{slot}",
@@ -116,6 +122,9 @@ class WorkloadRunner:
                 op = w.generator.next_op(process, elapsed)
                 if op is None:
                     return
+                if op.f == SLEEP:  # the generator's throttle: wait, record nothing
+                    self._stop.wait(min(float(op.value.get("s", 0.0)), max(0.0, time_limit - elapsed)))
+                    continue
                 if client is None:
                     client = w.client.open(self.ctx, process)
                 done = self.recorder.invoke(client, replace(op, process=process))
@@ -130,6 +139,27 @@ class WorkloadRunner:
         finally:
             if client is not None:
                 client.close()
+
+    def run_ops(self, ops: tuple[Op, ...], process: str) -> list[Op]:
+        """Ops outside the processes (``setup``, ``final``), in order, by one client, each recorded."""
+        w = self.workload
+        if not ops or w.client is None:
+            return []
+        client = w.client.open(self.ctx, process)
+        done: list[Op] = []
+        try:
+            for op in ops:
+                d = self.recorder.invoke(client, replace(op, process=process))
+                with self._lock:
+                    self.counts[d.type] += 1
+                done.append(d)
+        finally:
+            client.close()
+        return done
+
+    def final(self) -> list[Op]:
+        """The workload's final ops (after the last heal and the recovery wait)."""
+        return self.run_ops(self.workload.final, "final")
 
     def join(self, timeout: float = 30.0) -> None:
         """Wait for every process to finish (its generator done or the time limit reached)."""

@@ -20,7 +20,9 @@ from harness.errors import EXIT_CRASH, UsageError
 from harness.inventory import Inventory, load_inventory
 from harness.spec import TestSpec
 from nemesis.schedule import Schedule, isolate_schedule
-from workloads import WORKLOADS
+from workloads import BUILDERS, WORKLOADS
+from workloads.base import Workload
+from workloads.queue import DEFAULT_CONCURRENCY
 
 DEFAULT_TEST = "isolate-broker"
 
@@ -41,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="route agent→ZooKeeper traffic through the ZooKeeper wire proxy (enables fault zk_rules)")
     p.add_argument("--workload", default="none", metavar="NAME",
                    help=f"client workload ({', '.join(WORKLOADS)}; default none)")
+    add_workload_args(p)
     p.add_argument("--test", default=None, help="test name used in the store path")
     p.add_argument("--junit", metavar="FILE", help="also write the verdict as JUnit XML (a testcase per checker)")
     p.set_defaults(func=run)
@@ -59,6 +62,28 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> Non
                    help="liveness margin on top of the session timeout (default 3000)")
 
 
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="N",
+                   help=f"client processes of the workload (default {DEFAULT_CONCURRENCY})")
+    p.add_argument("--rate", type=float, default=None, metavar="OPS",
+                   help="client operations per second across all processes (default: unthrottled)")
+    p.add_argument("--acks", default="all", choices=("all", "1"), help="producer acks of the queue workload (default all)")
+
+
+def workload_from_args(args: argparse.Namespace) -> Workload:
+    name = getattr(args, "workload", "none")
+    workload = WORKLOADS.get(name)
+    if workload is None:
+        raise UsageError(f"--workload: no workload {name!r} (known: {', '.join(WORKLOADS)})")
+    concurrency, rate = getattr(args, "concurrency", DEFAULT_CONCURRENCY), getattr(args, "rate", None)
+    if concurrency <= 0:
+        raise UsageError(f"--concurrency: must be > 0, got {concurrency}")
+    if rate is not None and not rate > 0:
+        raise UsageError(f"--rate: must be > 0 ops/s, got {rate}")
+    build = BUILDERS.get(name)
+    return build(concurrency, rate, getattr(args, "acks", "all")) if build else workload
+
+
 def toggles_from_args(args: argparse.Namespace) -> dict[str, Any]:
     try:
         return parse_toggle_args(args.toggle)
@@ -72,9 +97,7 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
         raise UsageError(f"--time-limit: must be > 0 seconds, got {args.time_limit}")
     if args.margin_ms < 0:
         raise UsageError(f"--margin-ms: must be >= 0, got {args.margin_ms}")
-    workload = WORKLOADS.get(getattr(args, "workload", "none"))
-    if workload is None:
-        raise UsageError(f"--workload: no workload {args.workload!r} (known: {', '.join(WORKLOADS)})")
+    workload = workload_from_args(args)
     toggles = toggles_from_args(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     name = getattr(args, "test", None) or DEFAULT_TEST
@@ -144,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
     with Engine(inv, args.store, console, args.spark_master) as engine:
         outcome = engine.run(spec)
     print_verdict(console, outcome.results, outcome.run_dir)
+    console.print("  phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in outcome.phases.items())
+                  + f"; total {outcome.wall_s:.1f}s", highlight=False)
     if args.junit:
         from checkers.junit import run_properties, suite_for, write_junit
 
@@ -163,10 +188,12 @@ def print_verdict(console: Console, results: dict, run_dir: Path) -> None:
     word = {True: "valid", False: "invalid"}.get(valid, "unknown")
     for name, sub in results.get("checkers", {}).items():
         console.print(f"  {name}: {sub['valid']}  {sub.get('stats', {})}", highlight=False)
-    ops = results.get("stats", {}).get("client_ops")
+    stats = results.get("stats", {})
+    ops = stats.get("client_ops")
     if ops:
         console.print(f"  client operations: {sum(ops.values())} ({ops})", highlight=False)
     for a in results.get("anomalies", [])[:20]:
         console.print(f"  [red]anomaly[/] {a['checker']}: {a['message']}  events {', '.join(a['event_ids'])}",
                       highlight=False)
-    console.print(f"[bold {colour}]{word}[/]  results: {run_dir / 'results.json'}")
+    checked = f"  {stats['client_operations']} client operations checked" if "client_operations" in stats else ""
+    console.print(f"[bold {colour}]{word}[/]{checked}  results: {run_dir / 'results.json'}", highlight=False)

@@ -1,0 +1,66 @@
+"""The queue workload's pure parts (generator, replica assignment, setup/final ops) and the
+command line's bad input: an unknown workload or a rate ≤ 0 is a one-line error naming the flag,
+exit 254, before any cluster starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cli import main
+from workloads import WORKLOADS
+from workloads.queue import QueueGenerator, final_ops, queue_workload, replicas, setup_ops
+
+
+def test_generator_alternates_unique_sends_and_polls() -> None:
+    g = QueueGenerator(partitions=3, concurrency=2)
+    ops = [g.next_op(p, 0.0) for _ in range(4) for p in (0, 1)]
+    sends = [o for o in ops if o is not None and o.f == "send"]
+    polls = [o for o in ops if o is not None and o.f == "poll"]
+    assert len(sends) == len(polls) == 4
+    assert len({o.value["value"] for o in sends}) == 4, "every send's value is unique"
+    assert {o.value["acks"] for o in sends} == {"all"}
+    assert all(o.value["partition"] == o.value["consumer"] % 3 for o in polls), "a consumer polls its partition"
+    assert {o.value["partition"] for o in sends if o.value["value"].startswith("p0-")} == {0, 1}
+
+
+def test_rate_spaces_each_process_ops_with_sleep_ops() -> None:
+    g = QueueGenerator(concurrency=2, rate=4.0)  # 2 ops/s per slot: one every 0.5 s
+    assert g.next_op(0, 0.0).f == "send"
+    nxt = g.next_op(0, 0.1)
+    assert nxt is not None and nxt.f == "sleep" and nxt.value["s"] == pytest.approx(0.4)
+    assert g.next_op(0, 0.5).f == "poll"
+    first = g.next_op(1, 0.0)
+    assert first is not None and first.f == "sleep", "slots are staggered over one period"
+
+
+def test_replicas_round_robin_with_replication_capped_by_brokers() -> None:
+    assert replicas([3, 1, 2], 3) == {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
+    assert replicas([1, 2], 2) == {0: [1, 2], 1: [2, 1]}
+
+
+def test_setup_and_final_ops_cover_every_partition() -> None:
+    (create,) = setup_ops("t", 4)
+    assert create.f == "create_topic" and create.value == {"topic": "t", "partitions": 4}
+    assert [o.value["partition"] for o in final_ops("t", 4)] == [0, 1, 2, 3]
+    w = queue_workload(concurrency=3)
+    assert w.concurrency == 3 and w.setup and len(w.final) == 3 and "queue_lost_write" in w.checkers
+    assert "queue" in WORKLOADS
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--workload", "nosuch"], "--workload"),
+    (["--rate", "0"], "--rate"),
+    (["--rate", "-5"], "--rate"),
+    (["--rate", "nan"], "--rate"),
+    (["--concurrency", "0"], "--concurrency"),
+])
+def test_bad_workload_flags_exit_254_naming_the_flag(args: list[str], flag: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", *args]) == 254
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"harness: {flag}:"), err
+
+
+def test_workload_builder_rejects_a_rate_at_or_below_zero() -> None:
+    with pytest.raises(ValueError, match="rate"):
+        queue_workload(rate=0)
