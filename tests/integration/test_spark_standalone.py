@@ -1,11 +1,13 @@
-"""`harness check --spark-master spark://...` on a real standalone Spark cluster (master + worker
+"""`harness check` and `harness analyze` with `--spark-master spark://...` on a real standalone Spark cluster (master + worker
 from pyspark's own distribution, on loopback) whose executors run a Python that lacks this project:
 the harness ships the checkers' code to them, and the verdict equals the local one."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -45,6 +47,14 @@ def test_check_on_standalone_cluster_matches_local(tmp_path: Path) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HARNESS_SPARK_MASTER")}
         env.update(PYSPARK_PYTHON=str(py))
         rc, remote = check(STORED_RUN, tmp_path, "--spark-master", cluster.url, env=env)
+        store = tmp_path / "store"
+        shutil.copytree(STORED_RUN, store / "isolate-broker" / STORED_RUN.name)
+        a = subprocess.run([str(HARNESS), "analyze", str(store), "--spark-master", cluster.url], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert a.returncode == 0, a.stdout + a.stderr
+        with (store / "analysis" / "anomaly_rate.csv").open() as f:
+            table = {r["checker"]: (r["runs"], r["invalid"]) for r in csv.DictReader(f)}
+        assert table["registration_liveness"] == ("1", "0") and len(table) == len(remote["checkers"])
         apps = list((tmp_path / "spark" / "worker").glob("app-*/*/stderr"))
         assert apps, "no executor ran on the worker"
         shipped = "\n".join(p.read_text(errors="replace") for p in apps)
