@@ -60,6 +60,21 @@ def test_analyze_incremental(tmp_path: Path, capsys, spark) -> None:  # noqa: AN
     assert table[("registration_liveness", "default", "isolate")] == (1, 0)
     assert set(parts) <= set((out / "checks").rglob("*.parquet"))  # nothing already ingested is lost
 
+    from harness.analysis.dataset import read_events
+
+    events = read_events(spark, out)
+    assert events is not None and events.count() == 2 * 109
+    assert events.filter("f = 'broker_znode' and src = 'observer'").count() > 0
+    # an interrupted ingest that moved its events but not its check rows leaves them invisible
+    from harness.analysis.dataset import EVENTS_SCHEMA
+
+    run_dir = str((store / "isolate-broker" / STORED_RUN.name).resolve())
+    orphan = spark.createDataFrame([(run_dir, "isolate-broker", "2026-11-23", "orphan", '{"f": "x"}')], EVENTS_SCHEMA)
+    orphan.drop("test", "date").coalesce(1).write.parquet(str(tmp_path / "orphan"))
+    dest = out / "events" / "test=isolate-broker" / "date=2026-11-23"
+    next((tmp_path / "orphan").glob("*.parquet")).replace(dest / "part-orphan-00000.parquet")
+    assert read_events(spark, out).count() == 2 * 109
+
     assert main(["analyze", str(store)]) == 0
     assert "ingested 0 new run(s)" in capsys.readouterr().out
     assert not list(out.glob("_staging-*"))
