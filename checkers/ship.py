@@ -11,7 +11,9 @@ interpreter and gets nothing.
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,7 +48,7 @@ def build_zip(out_dir: Path, root: Path = ROOT, packages: tuple[str, ...] = SHIP
     target = out_dir / f"zkfence-{digest.hexdigest()[:16]}.zip"
     if target.exists():
         return target
-    tmp = target.with_suffix(".zip.part")
+    tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.part")  # concurrent builders
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for f in files:
             z.write(f, str(f.relative_to(root)))
