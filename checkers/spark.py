@@ -2,7 +2,8 @@
 
 ``get_spark()`` returns a process-wide session (created once, reused). The master is, in order:
 the ``master`` argument (the ``--spark-master`` flag), env ``HARNESS_SPARK_MASTER``, ``local[*]``.
-``start_spark_in_background()`` warms it on a worker thread so a run can pay the JVM start-up
+A master that is not ``local[...]`` gets the project's packages shipped to its executors
+(``checkers.ship``). ``start_spark_in_background()`` warms it on a worker thread so a run can pay the JVM start-up
 while the cluster is still running.
 """
 
@@ -69,6 +70,9 @@ def get_spark(master: str | None = None) -> SparkSession:
             )
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
+        from checkers.ship import ship
+
+        ship(spark)
         return spark
 
 

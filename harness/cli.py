@@ -19,6 +19,7 @@ from harness.remote import RemoteError
 COMMAND_MODULES = (
     "harness.commands.run",
     "harness.commands.teardown",
+    "harness.commands.analyze",
     "harness.commands.doctor",
     "harness.commands.setup",
     "harness.commands.agent",

@@ -1,0 +1,68 @@
+"""Ship the project's code to a real Spark cluster's executors.
+
+Executors on a standalone (or YARN, Kubernetes…) cluster do not have this project installed: the
+functions the checkers hand to Spark (``rdd.flatMap(...)``, ``mapPartitions(...)``) are pickled by
+reference to their modules, so every executor must be able to import ``checkers`` and what it
+imports. ``ship(spark)`` zips those packages once per process (named by a hash of their contents)
+and adds the zip with ``SparkContext.addPyFile``; a ``local[...]`` master shares the driver's
+interpreter and gets nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# The packages executor-side code imports: checkers (the UDF-like functions), history (the event
+# record) and harness (checkers import harness.errors). Third-party imports there are stdlib only.
+SHIPPED_PACKAGES = ("checkers", "history", "harness")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def needs_shipping(master: str) -> bool:
+    return not master.startswith("local")
+
+
+def package_files(root: Path = ROOT, packages: tuple[str, ...] = SHIPPED_PACKAGES) -> list[Path]:
+    """Every ``.py`` file of the shipped packages, sorted (so the zip's hash is stable)."""
+    files: list[Path] = []
+    for pkg in packages:
+        files += [p for p in (root / pkg).rglob("*.py") if "__pycache__" not in p.parts]
+    return sorted(files)
+
+
+def build_zip(out_dir: Path, root: Path = ROOT, packages: tuple[str, ...] = SHIPPED_PACKAGES) -> Path:
+    """Write ``zkfence-<hash>.zip`` (paths relative to ``root``) into ``out_dir``; reuse it if present."""
+    files = package_files(root, packages)
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    target = out_dir / f"zkfence-{digest.hexdigest()[:16]}.zip"
+    if target.exists():
+        return target
+    tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.part")  # concurrent builders
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in files:
+            z.write(f, str(f.relative_to(root)))
+    tmp.replace(target)
+    return target
+
+
+def ship(spark: SparkSession) -> Path | None:
+    """Add the project's packages to ``spark``'s executors unless its master is local."""
+    sc = spark.sparkContext
+    if not needs_shipping(sc.master):
+        return None
+    out = Path(tempfile.gettempdir()) / "zkfence-pyfiles"
+    out.mkdir(parents=True, exist_ok=True)
+    path = build_zip(out)
+    sc.addPyFile(str(path))
+    return path

@@ -1,0 +1,92 @@
+"""The Parquet dataset of checked runs: ``<out>/checks/`` (one row per run and checker) and
+``<out>/events/`` (one row per history line), both ``test=<t>/date=<d>/part-<batch>-*.parquet``.
+
+Incremental: runs whose directory is already in the dataset are skipped. Safe to interrupt: a
+batch is written by Spark under ``<out>/_staging-<id>/`` (ignored by readers, names starting with
+``_``), one file per (test, date) partition, and each file is then moved into place with an atomic
+rename, events first. A run's check rows live in exactly one file, and they decide whether the run
+is in the dataset: ``read_events`` keeps only events whose (run, batch) has check rows, so events
+moved in by an interrupted batch stay invisible and the run is ingested again next time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.analysis.runs import CheckRow
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+CHECKS = "checks"
+EVENTS = "events"
+EVENTS_SCHEMA = "run_dir string, test string, date string, batch string, line string"
+SCHEMA = ("run_dir string, run_id string, test string, date string, seed long, workload string, "
+          "inventory string, zk_version string, toggles string, faults string, run_valid string, "
+          "events long, checker string, valid string, anomalies long, batch string")
+
+
+def read_checks(spark: SparkSession, out: Path) -> DataFrame | None:
+    root = out / CHECKS
+    if not root.exists() or not any(root.rglob("*.parquet")):
+        return None
+    return spark.read.schema(SCHEMA).parquet(str(root))
+
+
+def read_events(spark: SparkSession, out: Path) -> DataFrame | None:
+    """Events of ingested runs, with ``src``, ``seq``, ``f``, ``type``, ``t_wall`` parsed from each line."""
+    from pyspark.sql import functions as F
+
+    checks, root = read_checks(spark, out), out / EVENTS
+    if checks is None or not root.exists() or not any(root.rglob("*.parquet")):
+        return None
+    ev = spark.read.schema(EVENTS_SCHEMA).parquet(str(root)).join(
+        checks.select("run_dir", "batch").distinct(), ["run_dir", "batch"], "left_semi")
+    for name in ("src", "f", "type"):
+        ev = ev.withColumn(name, F.get_json_object("line", f"$.{name}"))
+    return (ev.withColumn("seq", F.get_json_object("line", "$.seq").cast("long"))
+            .withColumn("t_wall", F.get_json_object("line", "$.t_wall").cast("double")))
+
+
+def ingested_dirs(spark: SparkSession, out: Path) -> set[str]:
+    df = read_checks(spark, out)
+    return set() if df is None else {r[0] for r in df.select("run_dir").distinct().collect()}
+
+
+def append(spark: SparkSession, out: Path, rows: list[CheckRow]) -> int:
+    """Append ``rows`` (whole runs) and their runs' history lines to the dataset; returns the
+    number of check part files moved in."""
+    if not rows:
+        return 0
+    batch = uuid.uuid4().hex[:12]
+    staging = out / f"_staging-{batch}"
+    data: list[dict[str, Any]] = [{**dataclasses.asdict(r), "batch": batch} for r in rows]
+    runs = {r.run_dir: r for r in rows}
+    lines = [(d, r.test, r.date, batch, ln) for d, r in runs.items() for ln in history_lines(Path(d))]
+    for name, frame in ((EVENTS, spark.createDataFrame(lines, EVENTS_SCHEMA)), (CHECKS, spark.createDataFrame(data, SCHEMA))):
+        (frame.repartition("test", "date").write.mode("overwrite").partitionBy("test", "date")
+         .parquet(str(staging / name)))
+    moved = 0
+    for name in (EVENTS, CHECKS):
+        moved = _move_parts(staging / name, out / name, batch)
+    shutil.rmtree(staging, ignore_errors=True)
+    return moved
+
+
+def history_lines(run_dir: Path) -> list[str]:
+    with (run_dir / "history.jsonl").open(encoding="utf-8", errors="replace") as f:
+        return [ln.rstrip("\n") for ln in f if ln.strip()]
+
+
+def _move_parts(src: Path, dest: Path, batch: str) -> int:
+    moved = 0
+    for part in sorted(src.rglob("*.parquet")):
+        dest_dir = dest / part.parent.relative_to(src)
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        part.replace(dest_dir / f"part-{batch}-{moved:05d}.parquet")
+        moved += 1
+    return moved

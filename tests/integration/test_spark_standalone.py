@@ -1,0 +1,66 @@
+"""`harness check` and `harness analyze` with `--spark-master spark://...` on a real standalone Spark cluster (master + worker
+from pyspark's own distribution, on loopback) whose executors run a Python that lacks this project:
+the harness ships the checkers' code to them, and the verdict equals the local one."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from tests.sparkcluster import standalone_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+STORED_RUN = ROOT / "tests" / "data" / "store" / "isolate-broker" / "20261123T145216.364"
+HARNESS = Path(sys.executable).with_name("harness")
+
+
+def bare_python(where: Path) -> Path:
+    """A virtualenv with nothing installed (Spark puts its own pyspark.zip on the workers' path)."""
+    venv.EnvBuilder(with_pip=False).create(where)
+    py = where / "bin" / "python"
+    probe = subprocess.run([str(py), "-c", "import checkers"], cwd=where, capture_output=True, text=True)
+    assert probe.returncode != 0 and "No module named 'checkers'" in probe.stderr
+    return py
+
+
+def check(run_dir: Path, cwd: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
+    p = subprocess.run([str(HARNESS), "check", "--json", str(run_dir), *extra], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=300)
+    rows = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+    assert rows, p.stdout + p.stderr
+    return p.returncode, rows[0]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_check_on_standalone_cluster_matches_local(tmp_path: Path) -> None:
+    py = bare_python(tmp_path / "bare")
+    with standalone_cluster(tmp_path / "spark") as cluster:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HARNESS_SPARK_MASTER")}
+        env.update(PYSPARK_PYTHON=str(py))
+        rc, remote = check(STORED_RUN, tmp_path, "--spark-master", cluster.url, env=env)
+        store = tmp_path / "store"
+        shutil.copytree(STORED_RUN, store / "isolate-broker" / STORED_RUN.name)
+        a = subprocess.run([str(HARNESS), "analyze", str(store), "--spark-master", cluster.url], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert a.returncode == 0, a.stdout + a.stderr
+        with (store / "analysis" / "anomaly_rate.csv").open() as f:
+            table = {r["checker"]: (r["runs"], r["invalid"]) for r in csv.DictReader(f)}
+        assert table["registration_liveness"] == ("1", "0") and len(table) == len(remote["checkers"])
+        apps = list((tmp_path / "spark" / "worker").glob("app-*/*/stderr"))
+        assert apps, "no executor ran on the worker"
+        shipped = "\n".join(p.read_text(errors="replace") for p in apps)
+    rc_local, local = check(STORED_RUN, tmp_path, "--spark-master", "local[2]")
+    assert (rc, remote["valid"]) == (rc_local, local["valid"]) == (0, True)
+    assert remote["anomalies"] == local["anomalies"]
+    assert {k: v["valid"] for k, v in remote["checkers"].items()} == {k: v["valid"] for k, v in local["checkers"].items()}
+    assert remote["stats"]["events"] == local["stats"]["events"] == 109
+    assert "zkfence-" in shipped  # the executor fetched the harness's zip of checkers/history/harness
