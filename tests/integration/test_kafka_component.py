@@ -19,6 +19,7 @@ from typing import TypeVar
 import pytest
 from kazoo.client import KazooClient
 
+from harness import hostkeys
 from harness.components import ProcState
 from harness.components.kafka import KAFKA_CACHE, KafkaBroker, KafkaSettings, fetch_kafka
 from harness.components.sshd import EmbeddedSshd
@@ -56,7 +57,8 @@ def node(tmp_path: Path) -> Iterator[SSHRemote]:
     sshd = EmbeddedSshd(tmp_path / "sshd", [NODE])
     sshd.start()
     try:
-        remote = SSHRemote("kafka1", NODE, sshd.port, sshd.user, str(sshd.client_key))
+        remote = SSHRemote("kafka1", NODE, sshd.port, sshd.user, str(sshd.client_key),
+                           host_keys=lambda c: hostkeys.pin(c, [(NODE, sshd.port)], sshd.host_key.with_suffix(".pub")))
         yield remote
         remote.close()
     finally:
