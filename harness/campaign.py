@@ -25,13 +25,13 @@ import hashlib
 import itertools
 import json
 import re
-import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from agent.config import ConfigError, parse_toggle_args
 from harness.errors import UsageError
+from harness.tomlfile import read_toml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CAMPAIGN = REPO_ROOT / "campaigns" / "nightly.toml"
@@ -117,16 +117,7 @@ def _line_of(text: str, key: str) -> int | None:
 
 def load_campaign(path: str | Path | None = None) -> Campaign:
     p = Path(path) if path else DEFAULT_CAMPAIGN
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise CampaignError(f"{p}: cannot read campaign file: {e.strerror or e}") from e
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
-        where = f"{p}:{m.group(1)}" if m else str(p)
-        raise CampaignError(f"{where}: invalid TOML: {str(e).split(' (at line')[0]}") from e
+    data, text = read_toml(p, "campaign file", CampaignError)
     return parse_campaign(data, p, text)
 
 

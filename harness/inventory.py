@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from agent.config import ConfigError, Toggles
 from harness.components.zookeeper import DEBIAN_CLASSPATH, ZkSettings
 from harness.errors import UsageError
+from harness.tomlfile import read_toml
 
 ZK_SOURCES = ("preinstalled", "debian", "maven")
 
@@ -171,16 +171,7 @@ def _address(v: str) -> str | None:
 
 def load_inventory(path: str | Path | None = None) -> Inventory:
     p = Path(path) if path else DEFAULT_INVENTORY
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise InventoryError(f"{p}: cannot read inventory: {e.strerror or e}") from e
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
-        where = f"{p}:{m.group(1)}" if m else str(p)
-        raise InventoryError(f"{where}: invalid TOML: {str(e).split(' (at line')[0]}") from e
+    data, _ = read_toml(p, "inventory", InventoryError)
     return parse_inventory(data, p)
 
 

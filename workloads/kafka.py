@@ -36,16 +36,7 @@ class ProducerClient:
         assert self._kafka is not None, "open() first"
         if op.f != "append":
             raise ValueError(f"producer: no operation {op.f!r}")
-        v = op.value
-        try:
-            offset = self._kafka.append(v["topic"], int(v["partition"]), v["value"], v.get("acks", "all"),
-                                        deadline_s=self.deadline_s)
-        except AppendError as e:
-            return op.complete(FAIL, error_code=e.code, error=str(e))
-        except AppendUnknown as e:
-            return op.complete(INFO, error=str(e))
-        leader = self._kafka.leader(v["topic"], int(v["partition"]))
-        return op.complete(OK, offset=offset, leader=leader)
+        return append_op(self._kafka, op, self.deadline_s)
 
     def close(self) -> None:
         self._kafka = None
@@ -81,3 +72,16 @@ class AdminClient:
 
     def close(self) -> None:
         self._ctx = None
+
+
+def append_op(kafka: KafkaClient, op: Op, deadline_s: float) -> Op:
+    """``op`` (value: topic, partition, value, acks) sent through ``kafka``, completed Jepsen style:
+    ok with its offset and leader, fail on a definite error, info when the outcome is unknown."""
+    v = op.value
+    try:
+        offset = kafka.append(v["topic"], int(v["partition"]), v["value"], v.get("acks", "all"), deadline_s=deadline_s)
+    except AppendError as e:
+        return op.complete(FAIL, error_code=e.code, error=str(e))
+    except AppendUnknown as e:
+        return op.complete(INFO, error=str(e))
+    return op.complete(OK, offset=offset, leader=kafka.leader(v["topic"], int(v["partition"])))

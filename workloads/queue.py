@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent import znodes
-from agent.client import AppendError, AppendUnknown, FetchError, KafkaClient
+from agent.client import AppendUnknown, FetchError, KafkaClient
 from workloads.base import FAIL, INFO, OK, Op, Workload
+from workloads.kafka import append_op
 
 TOPIC = "queue"
 PARTITIONS = 3
@@ -127,15 +128,7 @@ class QueueClient:
 
     def _send(self, op: Op) -> Op:
         assert self._kafka is not None
-        v = op.value
-        try:
-            offset = self._kafka.append(v["topic"], int(v["partition"]), v["value"], v.get("acks", "all"),
-                                        deadline_s=self.deadline_s)
-        except AppendError as e:
-            return op.complete(FAIL, error_code=e.code, error=str(e))
-        except AppendUnknown as e:
-            return op.complete(INFO, error=str(e))
-        return op.complete(OK, offset=offset, leader=self._kafka.leader(v["topic"], int(v["partition"])))
+        return append_op(self._kafka, op, self.deadline_s)
 
     def _poll(self, op: Op) -> Op:
         assert self._kafka is not None

@@ -10,11 +10,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from kazoo.client import KazooClient
@@ -26,24 +24,15 @@ from harness.components.sshd import EmbeddedSshd
 from harness.ports import free_port
 from harness.remote import LocalRemote, SSHRemote
 from nemesis.zkproxy import ProxyProcess
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
 VERSION = "3.9.1"
 NODE = "127.0.0.21"  # the broker node's address (loopback)
 REPO = Path(__file__).resolve().parents[2]
-T = TypeVar("T")
 
 
-def wait_for(fn: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ import json
 import re
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -22,21 +22,12 @@ from kazoo.protocol.states import KazooState
 import zkwire
 from harness.components.zookeeper import parse_dump_sessions
 from nemesis.zkproxy import ProxyProcess
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
-T = TypeVar("T")
 
 
-def wait_for(fn: Callable[[], T], timeout: float, what: str, interval: float = 0.05) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def events(path: Path) -> list[dict[str, Any]]:
