@@ -29,7 +29,7 @@ TOGGLE_CHOICES: dict[str, tuple[Any, ...]] = {
 
 TOGGLE_HELP: dict[str, str] = {
     "registration": "3x: Kafka 3.x CheckedEphemeral (fails when owner not in {current, recorded}: KAFKA-14845); "
-    "pre_2_2: fail on any foreign owner (KAFKA-6584); retry14845: PR #13558's 5 retries, backoff (T+1s)/5",
+    "pre_2_2: fail on any foreign owner (KAFKA-6584); retry14845: apache/kafka PR #13558 (closed unmerged): 5 attempts in all, 4 backoffs of (T+1s)/5",
     "pipeline_on_connect": "true: write the registration multi right behind the ConnectRequest like the Java Netty "
     "client, through the project's wire codec; a lost ConnectResponse leaves an orphan owner (KAFKA-14845)",
     "broker_epoch_check": "on: KIP-380 fencing, reject broker_epoch < own with STALE_BROKER_EPOCH 77; "

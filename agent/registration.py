@@ -28,15 +28,18 @@ def after_node_exists(mode: str, owner: int, current: int, recorded: int) -> Aft
     return AfterNodeExists.FAIL
 
 
-RETRY14845_ATTEMPTS = 5
+RETRY14845_MAX_ATTEMPTS = 5  # PR #13558's CheckedEphemeral.maxAttempt: attempts in all, the first included
 
 
 def retry_policy(mode: str, session_timeout_ms: int) -> tuple[int, float]:
     """(extra attempts after a NODEEXISTS failure, backoff seconds between them).
 
-    ``retry14845`` is PR #13558 (KAFKA-14845, closed unmerged): up to 5 retries with a backoff of
-    (T + 1000 ms) / 5, so the orphan session's znode has expired by the last one. Other modes: none.
+    ``retry14845`` is PR #13558 (KAFKA-14845, closed unmerged; no Kafka release carries it) as of
+    its last commit: ``maxAttempt = 5`` create attempts in all, so at most 4 sleeps of
+    ``(negotiated session timeout + 1000 ms) / maxAttempt`` each -- 0.8 x (T + 1 s) of waiting in
+    all, which is *less* than T. Here the negotiated timeout is the configured one: the inventory
+    refuses a session timeout outside the servers' [min, max]. Other modes: no retry.
     """
     if mode == "retry14845":
-        return RETRY14845_ATTEMPTS, (session_timeout_ms + 1000) / 5 / 1000.0
+        return RETRY14845_MAX_ATTEMPTS - 1, (session_timeout_ms + 1000) / RETRY14845_MAX_ATTEMPTS / 1000.0
     return 0, 0.0

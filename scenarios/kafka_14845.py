@@ -94,6 +94,6 @@ SCENARIO = Kafka14845(
     bug_toggles={"registration": "3x", "pipeline_on_connect": True},
     fixed_toggles={"registration": "retry14845", "pipeline_on_connect": True},
     brokers=[1, 2],
-    margin_ms=4000,  # T + PR #13558's retry budget ((T + 1 s)/5 × 5 = T + 1 s)
+    margin_ms=4000,  # covers PR #13558's retry budget: 4 backoffs of (T + 1 s)/5 = 3.2 s at T = 3 s
     pipeline_zkproxy=(TARGET,),
 )

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("repro", help="reproduce a known JIRA (KAFKA-14845, -6584, -7235, -14139) and show it fixed",
                        description=__doc__.splitlines()[0])
     p.add_argument("id", nargs="?", metavar="ID", help="scenario id (see --list)")
-    p.add_argument("--list", action="store_true", help="list scenarios: id, title, availability")
+    p.add_argument("--list", action="store_true", help="list scenarios: id, title, availability, which Kafka release fixed it")
     p.add_argument("--fixed", action="store_true", help="run with the fix's toggles and expect a clean run")
     p.add_argument("--runs", type=int, default=1, metavar="N", help="runs on one cluster (default 1)")
     p.add_argument("--inventory", metavar="FILE", help="inventory TOML (default: inventory/local.toml)")
@@ -39,11 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _list(console: Console) -> int:
     from scenarios import scenarios
+    from scenarios.fixes import fix_status
 
     for sc in scenarios().values():
         why = sc.available()
         state = "" if why is None else f"  [yellow](not available: {why})[/]"
         console.print(f"{sc.id:<30} {sc.title}{state}", highlight=False)
+        console.print(f"{'':<30} [dim]fix: {fix_status(sc.jira)}[/]", highlight=False)
     return 0
 
 
