@@ -380,6 +380,7 @@ class Engine:
         spec = ctx.spec
         pending = spec.schedule.sorted_steps() if spec.schedule is not None else []
         rate = OpsRate()
+        rate.add(0.0, 0)  # the clients start with the play: the first line's rate counts from there
         with LiveLine(self.console, time.monotonic).running("run") as status:
             while True:
                 elapsed = time.monotonic() - ctx.t0

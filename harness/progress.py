@@ -81,5 +81,5 @@ class LiveLine:
         now = self.clock()
         if self._last_plain is None or now - self._last_plain >= self.every:
             self._last_plain = now
-            # markup off: fault names and node specs may contain brackets
-            self.console.print(line, markup=False, highlight=False)
+            # markup off: fault names and node specs may contain brackets; one log line, never wrapped
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -45,3 +45,10 @@ def test_a_terminal_gets_one_line_rewritten_in_place() -> None:
         live.update("run 1.0")
         live.update("run 2.0")
     assert out.getvalue().count("\n") <= 1  # a status spinner, never one line per update
+
+
+def test_a_long_plain_line_is_never_wrapped() -> None:
+    out = io.StringIO()
+    with LiveLine(Console(file=out, force_terminal=False, width=40), lambda: 0.0).running("run") as live:
+        live.update("run 1.0/20s · active faults: " + ", ".join(f"partition b{i}" for i in range(9)))
+    assert len(out.getvalue().splitlines()) == 1
