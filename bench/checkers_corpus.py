@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import csv
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import porcupine_bin  # noqa: E402  (bench/ is on sys.path: this script's directory)
 
 from checkers import linearizability, models, parsers  # noqa: E402
 from checkers.testing import shared_histories  # noqa: E402
@@ -31,12 +34,13 @@ def main() -> int:
         return 254
     rows = list(csv.DictReader(open(root / "VERDICTS.tsv"), delimiter="\t"))
     expected = {r["file"]: r["expected"] for r in rows}
-    go_dir = Path(__file__).resolve().parent / "porcupine"
-    binary = Path("/tmp/zkfence-porcupine-bench")
-    subprocess.run(["go", "build", "-o", str(binary), "."], cwd=go_dir, check=True)
-    t0 = time.monotonic()
-    out = subprocess.run([str(binary), str(root)], check=True, capture_output=True, text=True).stdout
-    go_wall = time.monotonic() - t0
+    binary = porcupine_bin.build()
+    try:
+        t0 = time.monotonic()
+        out = subprocess.run([str(binary), str(root)], check=True, capture_output=True, text=True).stdout
+        go_wall = time.monotonic() - t0
+    finally:
+        shutil.rmtree(binary.parent, ignore_errors=True)
     go = {ln.split("\t")[0]: ln.split("\t")[1] for ln in out.splitlines() if not ln.startswith("TOTAL")}
     go_check = float(out.splitlines()[-1].split("\t")[2])
 

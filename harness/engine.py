@@ -41,6 +41,7 @@ from harness.components import live
 from harness.effects import Effects
 from harness.errors import RunInterrupted, exit_code_for
 from harness.inventory import Inventory
+from harness.progress import LiveLine, OpsRate, progress_line
 from harness.remote import RemoteError
 from harness.spec import ANOMALY, TestSpec
 from harness.store import new_run_dir, write_json
@@ -378,7 +379,9 @@ class Engine:
         """The schedule's steps at their times (steps past the limit still run) while clients run."""
         spec = ctx.spec
         pending = spec.schedule.sorted_steps() if spec.schedule is not None else []
-        with self.console.status("run") as status:
+        rate = OpsRate()
+        rate.add(0.0, 0)  # the clients start with the play: the first line's rate counts from there
+        with LiveLine(self.console, time.monotonic).running("run") as status:
             while True:
                 elapsed = time.monotonic() - ctx.t0
                 while pending and pending[0].at <= elapsed:
@@ -388,13 +391,10 @@ class Engine:
                              f"{','.join(step.op.targets)}{'' if ok else ' [red](failed, recorded as info)[/]'}")
                 if elapsed >= spec.time_limit and not pending:
                     break
-                active = ", ".join(f"{a.f} {','.join(a.targets)}" for a in ctx.runner.active) or "none"
                 counts = workload.summary()
-                line = f"run {elapsed:5.1f}/{spec.time_limit:.0f}s · active faults: {active}"
-                if sum(counts.values()):
-                    rate = sum(counts.values()) / max(elapsed, 0.001)
-                    line += f" · {rate:.0f} ops/s ok {counts['ok']} fail {counts['fail']} info {counts['info']}"
-                status.update(line)
+                status.update(progress_line(elapsed, spec.time_limit,
+                                            [f"{a.f} {','.join(a.targets)}" for a in ctx.runner.active],
+                                            counts, rate.add(elapsed, sum(counts.values()))))
                 time.sleep(0.1)
 
 

@@ -3,6 +3,7 @@ errors and interrupts; and the workload runner's Jepsen rules. No process, socke
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from pathlib import Path
@@ -393,3 +394,11 @@ def test_an_interrupt_before_the_cluster_is_up_leaves_an_unknown_run(tmp_path: P
     results = json.loads((Path(caught.value.run_dir) / "results.json").read_text())
     assert results["valid"] == "unknown" and results["interrupted"] == "interrupted during setup"
     assert FakeCluster.instances[0].calls == ["teardown"]
+
+
+def test_a_run_on_a_non_terminal_prints_its_progress_as_plain_lines(tmp_path: Path) -> None:
+    out = io.StringIO()
+    eff = effects(FakeNemesis())
+    with Engine(load_inventory(), tmp_path / "store", Console(file=out, force_terminal=False), effects=eff) as eng:
+        eng.run(TestSpec("t", schedule=schedule(), time_limit=0.3, recovery=False, seed=5))
+    assert any(ln.startswith("run ") and "active faults:" in ln for ln in out.getvalue().splitlines())

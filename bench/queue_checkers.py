@@ -1,0 +1,157 @@
+"""Benchmark: the queue checkers (``checkers.queue``) on synthetic queue histories of 1M and 10M
+client operations vs the floor "Spark reads and counts the same Parquet". Not a test.
+
+Usage: python bench/queue_checkers.py [--sizes 1e6,1e7] [--partitions 30] [--out /tmp/zkfence-bench-queue]
+
+A history of N operations is 2N client events (each op an invoke then its ok completion), as the
+queue workload records them (docs/events.md: send, poll, final_read), plus one final_read per
+partition holding the whole partition and a few register and partition_state events (what
+queue_lost_write cites). The generator is Spark itself (spark.range), parsed once with every
+field the queue checkers read (``checkers.events_df.parse`` with their declared reads, as
+``harness check`` loads a history for them) and written as Parquet. Valid by construction: op i even is send i/2 to partition
+(i/2) mod P at offset (i/2) div P; op i odd is poll (i-1)/2 by consumer (one per partition), which
+reads the next offset of its partition, the value that send wrote.
+
+Timed, each on the same warm session: the checkers (every plan of ``QUEUE_PLANS`` in one job, then
+``queue_unseen``) reading that Parquet; the floor: the same Parquet read with (a) a plain count
+and (b) a full scan of every column the queue checkers declare they read (hash-sum + count, so
+no metadata-only count). Ratios are against (b); (a) is printed for reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from checkers import events_df, plans  # noqa: E402
+from checkers.checker import Events, columns, field_types, union  # noqa: E402
+from checkers.queue import QUEUE_PLANS, UNSEEN  # noqa: E402
+from checkers.spark import get_spark  # noqa: E402
+
+TOPIC = "queue"
+BROKERS = 3
+
+
+def _envelope(F, src, seq, typ, f, process, value, index):  # noqa: ANN001, ANN202, N803
+    return (F.lit("bench").alias("hist"), F.lit("bench").alias("run"), src.alias("src"), seq.alias("seq"),
+            F.concat_ws("/", src, seq.cast("string")).alias("id"), (F.lit(1.7e9) + index / 1e5).alias("t_wall"),
+            (index * 1000).alias("t_mono"), typ.alias("type"), f.alias("f"), process.cast("string").alias("process"),
+            value.alias("value"), index.alias("index"))
+
+
+def generate(spark, n: int, parts: int):  # noqa: ANN001, ANN201
+    """2n client events for n operations, then the final reads, registrations and partition states."""
+    from pyspark.sql import functions as F
+
+    r = F.col("r")  # not "id": the envelope makes an "id" column of its own
+    i = (r / 2).cast("long")  # the op
+    done = (r % 2) == 1  # invoke, then its completion
+    is_send = (i % 2) == 0
+    k = (i / 2).cast("long")  # send k, or poll k (which reads send k's record)
+    part = k % parts
+    off = (k / parts).cast("long")
+    value = F.concat(F.lit("v"), k.cast("string"))
+    leader = (part % BROKERS) + 1
+    send = F.struct(F.lit(TOPIC).alias("topic"), part.alias("partition"), value.alias("value"),
+                    F.lit("all").alias("acks"), F.when(done, off).alias("offset"), F.when(done, leader).alias("leader"))
+    poll = F.struct(F.lit(TOPIC).alias("topic"), part.alias("partition"), part.alias("consumer"), off.alias("offset"),
+                    F.when(done, F.array(off)).alias("offsets"), F.when(done, F.array(value)).alias("values"),
+                    F.when(done, off + 1).alias("hw"), F.when(done, leader).alias("leader"),
+                    F.when(done, F.lit(0)).alias("leader_epoch"))
+    ops = spark.range(2 * n).toDF("r").select(*_envelope(
+        F, F.lit("client"), r, F.when(done, "ok").otherwise("invoke"), F.when(is_send, "send").otherwise("poll"),
+        F.when(is_send, i % 64).otherwise(1000 + part), F.when(is_send, F.to_json(send)).otherwise(F.to_json(poll)), r))
+    sends = (n + 1) // 2  # ops 0, 2, 4, ...
+    p = F.col("r")
+    q = (p / 2).cast("long")  # final_read of partition q: invoke (p even), then ok
+    cnt = F.greatest(F.lit(0), F.ceil((F.lit(sends) - q) / parts)).cast("long")
+    offs = F.when(cnt > 0, F.sequence(F.lit(0).cast("long"), cnt - 1)).otherwise(F.array().cast("array<bigint>"))
+    final = F.struct(F.lit(TOPIC).alias("topic"), q.alias("partition"), offs.alias("offsets"),
+                     F.transform(offs, lambda o: F.concat(F.lit("v"), (o * parts + q).cast("string"))).alias("values"),
+                     cnt.alias("hw"), ((q % BROKERS) + 1).alias("leader"), F.lit(0).alias("leader_epoch"))
+    invoke = F.struct(F.lit(TOPIC).alias("topic"), q.alias("partition"))
+    finals = spark.range(2 * parts).toDF("r").select(*_envelope(
+        F, F.lit("client"), 2 * n + p, F.when(p % 2 == 1, "ok").otherwise("invoke"), F.lit("final_read"),
+        F.lit("final"), F.when(p % 2 == 1, F.to_json(final)).otherwise(F.to_json(invoke)), 2 * n + p))
+    b = (p % BROKERS) + 1
+    agent = F.concat(F.lit("agent:"), b.cast("string"))
+    reg = spark.range(BROKERS).toDF("r").select(*_envelope(
+        F, agent, p, F.lit("ok"), F.lit("register"), b,
+        F.to_json(F.struct(b.alias("broker_id"), (F.lit(1 << 32) + p).alias("epoch"))), F.lit(-1) - p))
+    ps = spark.range(parts).toDF("r").select(*_envelope(
+        F, agent, 10 + p, F.lit("event"), F.lit("partition_state"), b,
+        F.to_json(F.struct(F.lit(TOPIC).alias("topic"), p.alias("partition"), b.alias("leader"),
+                           F.lit(0).alias("leader_epoch"))), F.lit(-100) - p))
+    return ops.unionByName(finals).unionByName(reg).unionByName(ps)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1e6,1e7", help="operations per history, comma-separated (default 1e6,1e7)")
+    ap.add_argument("--partitions", type=int, default=30)
+    ap.add_argument("--out", default="/tmp/zkfence-bench-queue")
+    a = ap.parse_args()
+    try:
+        sizes = [int(float(s)) for s in a.sizes.split(",")]
+    except ValueError:
+        print(f"--sizes: expected numbers like 1e6,1e7, got {a.sizes!r}", file=sys.stderr)
+        return 254
+    t0 = time.monotonic()
+    spark = get_spark()
+    spark.range(1).count()
+    print(f"SparkSession up in {time.monotonic() - t0:.1f} s ({spark.sparkContext.master}); timings below exclude it")
+    from pyspark.sql import functions as F
+
+    checkers = (*QUEUE_PLANS, UNSEEN)
+    reads = union(c.reads for c in checkers)
+    needed = list(columns(reads))
+    print(f"queue checkers: {', '.join(c.name for c in checkers)}; floor scans their {len(needed)} declared columns")
+    times: dict[int, float] = {}
+    for n in sizes:
+        out = Path(a.out) / f"queue-{n}"
+        shutil.rmtree(out, ignore_errors=True)
+        t0 = time.monotonic()
+        events_df.parse(generate(spark, n, a.partitions), field_types(reads)).write.parquet(str(out))
+        gen = time.monotonic() - t0
+
+        t0 = time.monotonic()
+        frame = spark.read.parquet(str(out))
+        res = plans.collect(QUEUE_PLANS, frame, ["bench"], small=False)["bench"]
+        plan_s = time.monotonic() - t0
+        t1 = time.monotonic()
+        frame = spark.read.parquet(str(out))
+        res[UNSEEN.name] = UNSEEN.check(Events(("bench",), checkers, frame=frame, small=False))["bench"]
+        unseen_s = time.monotonic() - t1
+        check = plan_s + unseen_s
+
+        t0 = time.monotonic()
+        count = spark.read.parquet(str(out)).count()
+        count_s = time.monotonic() - t0
+        ev = spark.read.parquet(str(out))
+        t0 = time.monotonic()
+        cols = [F.col(c) for c in needed]
+        scan = ev.select(F.sum(F.hash(*cols)).alias("h"), F.count(F.lit(1)).alias("n")).collect()[0]
+        floor = time.monotonic() - t0
+        times[n] = check
+        verdicts = {k: v["valid"] for k, v in res.items()}
+        bad = {k: v for k, v in verdicts.items() if v is not True}
+        u = res[UNSEEN.name]["stats"]
+        print(f"{n:>11,} ops ({count:,} events): generate+parse+write {gen:6.1f} s | checkers {check:6.1f} s "
+              f"(plans {plan_s:.1f} + unseen {unseen_s:.1f}) = {n / check:>9,.0f} ops/s | floor: count {count_s:4.1f} s, "
+              f"full scan of {len(needed)} columns {floor:5.1f} s (rows {scan['n']:,}) | checkers/floor "
+              f"{check / floor:4.1f}x (target <= 2x) | verdicts {'all valid' if not bad else bad} | "
+              f"client ops counted {u.get('client_ops'):,}, unseen {u.get('unseen_total')}", flush=True)
+    if len(sizes) >= 2:
+        lo, hi = sizes[0], sizes[-1]
+        print(f"time ratio {hi:,}/{lo:,} ops: checkers {times[hi] / times[lo]:.2f} (size ratio {hi / lo:.0f}; "
+              f"target <= {1.1 * hi / lo:.0f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""Benchmark: WGL on a generated register history (1M operations over 1,000 keys), ours on Spark vs
+Porcupine (Go) on the same file. Not a test.
+
+Usage: python bench/wgl_register.py [--sizes 1e6] [--keys 1000] [--processes 100] [--no-stale]
+                                    [--seed 7] [--out /tmp/zkfence-bench-wgl] [--budget-seconds 600]
+
+The history is a register per key (Porcupine's kv format: ``put`` / ``get``, one file), written by
+a simulation that is linearizable by construction: ``--processes`` clients each run one op at a
+time on a random key; an op takes effect at the moment it completes (a put sets the key, a get
+returns the key's value then), so that moment is its linearization point. With ``--stale`` (the
+default) a second history is the same run with one injected stale read: a get, invoked after
+two puts of its key had completed, returns the value before the later put (unique values: no
+linearization can explain it), so it must be invalid.
+
+Timed on each history: Porcupine (``bench/porcupine``, kv model partitioned by key) — its own
+check time and its process wall time with parsing; ours — parsing the file (a regex per line like
+Porcupine's, into the ops ``checkers.parsers`` builds; ``--edn-parser`` for the project's EDN
+reader, ~0.4 ms a line here) and the Spark job (``checkers.linearizability.check_spark``, one task
+per group of keys, ``local[*]``), on a warm session. Printed side by side with the ratio ours ÷
+Porcupine and both verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import porcupine_bin  # noqa: E402  (bench/ is on sys.path: this script's directory)
+
+from checkers import linearizability, models, parsers  # noqa: E402
+from checkers.ops import OPEN, UNKNOWN, Op  # noqa: E402
+
+
+def generate(n: int, keys: int, processes: int, seed: int, stale: bool) -> list[str]:
+    """Porcupine kv lines of an n-op history; with ``stale``, one get returns an overwritten value."""
+    rng = random.Random(seed)
+    value: dict[int, str] = {}  # key -> current value ("" initially, as Porcupine's kv model)
+    before_last: dict[int, str] = {}  # key -> the value the latest completed put replaced
+    pending: list[tuple[int, int, str, str, str | None]] = []  # (process, key, f, put value, stale candidate)
+    idle = list(range(processes))
+    lines: list[str] = []
+    started = 0
+    injected = not stale
+
+    def line(p: int, typ: str, f: str, k: int, v: str | None) -> str:
+        val = "nil" if v is None else f'"{v}"'
+        return f'{{:process {p}, :type :{typ}, :f :{f}, :key "{k}", :value {val}}}'
+
+    while started < n or pending:
+        if started < n and idle and (not pending or rng.random() < 0.5):
+            p = idle.pop(rng.randrange(len(idle)))
+            k = rng.randrange(keys)
+            if rng.random() < 0.5:
+                v = f"x{started}"
+                pending.append((p, k, "put", v, None))
+                lines.append(line(p, "invoke", "put", k, v))
+            else:
+                # an overwritten value this get may never return: a put replaced it before this call
+                pending.append((p, k, "get", "", before_last.get(k)))
+                lines.append(line(p, "invoke", "get", k, None))
+            started += 1
+            continue
+        p, k, f, v, candidate = pending.pop(rng.randrange(len(pending)))
+        idle.append(p)
+        if f == "put":  # takes effect now: its linearization point
+            before_last[k] = value.get(k, "")
+            value[k] = v
+            lines.append(line(p, "ok", "put", k, v))
+        else:
+            out = value.get(k, "")
+            if not injected and started >= n // 2 and candidate is not None and candidate != out:
+                out, injected = candidate, True
+            lines.append(line(p, "ok", "get", k, out))
+    return lines
+
+
+_KV = re.compile(r'{:process (\d+), :type :(\w+), :f :(\w+), :key "(.*)", :value (nil|"(.*)")}')
+
+
+def parse_fast(path: Path) -> list[Op]:
+    """The kv lines this bench writes, to the ops ``checkers.parsers.parse_porcupine_kv`` builds
+    (same fields, times = line numbers), with one regex per line as Porcupine's parser does: the
+    project's parser goes through a general EDN reader, ~0.4 ms a line on this machine, which
+    would dominate a 2M-line file. ``--edn-parser`` uses it anyway."""
+    ops: list[Op] = []
+    pending: dict[int, Op] = {}
+    with open(path, encoding="utf-8") as fh:
+        for lineno, text in enumerate(fh, 1):
+            m = _KV.match(text)
+            if m is None:
+                continue
+            proc, typ, f, key, val = int(m[1]), m[2], m[3], m[4], m[6]
+            if typ == "invoke":
+                op = Op(len(ops), proc, f, (f, key, val if f != "get" else None), UNKNOWN, lineno, OPEN, lineno)
+                ops.append(op)
+                pending[proc] = op
+            else:
+                op = pending.pop(proc)
+                op.ret, op.ret_line = float(lineno), lineno
+                op.output = val if f == "get" else None
+    return ops
+
+
+def porcupine(binary: Path, root: Path, timeout_s: float) -> tuple[dict[str, tuple[str, float]], float]:
+    t0 = time.monotonic()
+    out = subprocess.run([str(binary), "-timeout", f"{timeout_s:g}s", str(root)], check=True, capture_output=True,
+                         text=True).stdout
+    wall = time.monotonic() - t0
+    got = {}
+    for ln in out.splitlines():
+        name, verdict, secs = ln.split("\t")
+        if name != "TOTAL":
+            got[name] = (verdict, float(secs))
+    return got, wall
+
+
+def verdict(v: object) -> str:
+    return "valid" if v is True else "invalid" if v is False else "unknown"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1e6", help="operations per history, comma-separated (default 1e6)")
+    ap.add_argument("--keys", type=int, default=1000)
+    ap.add_argument("--processes", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--no-stale", action="store_true", help="only the valid history")
+    ap.add_argument("--edn-parser", action="store_true",
+                    help="parse with checkers.parsers.load (the EDN reader harness check uses; slow on 2M lines)")
+    ap.add_argument("--out", default="/tmp/zkfence-bench-wgl")
+    ap.add_argument("--budget-seconds", type=float, default=600.0,
+                    help="per-part CPU budget of ours and per-file timeout of Porcupine (default 600)")
+    a = ap.parse_args()
+    try:
+        sizes = [int(float(s)) for s in a.sizes.split(",")]
+    except ValueError:
+        print(f"--sizes: expected numbers like 1e6, got {a.sizes!r}", file=sys.stderr)
+        return 254
+    root = Path(a.out)
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "porcupine" / "kv").mkdir(parents=True)
+    files: list[tuple[str, str]] = []
+    for n in sizes:
+        for stale in (False,) if a.no_stale else (False, True):
+            name = f"porcupine/kv/register-{n}-{'stale' if stale else 'ok'}.txt"
+            t0 = time.monotonic()
+            lines = generate(n, a.keys, a.processes, a.seed, stale)
+            (root / name).write_text("\n".join(lines) + "\n")
+            print(f"generated {name}: {n:,} ops over {a.keys:,} keys, {a.processes} processes, "
+                  f"{len(lines):,} lines in {time.monotonic() - t0:.1f} s", flush=True)
+            files.append((name, "invalid" if stale else "valid"))
+    (root / "VERDICTS.tsv").write_text("file\tmodel\texpected\n" + "".join(f"{f}\tkv register\t{e}\n" for f, e in files))
+
+    binary = porcupine_bin.build()
+    try:
+        go, go_wall = porcupine(binary, root, a.budget_seconds)
+    finally:
+        shutil.rmtree(binary.parent, ignore_errors=True)
+    print(f"Porcupine: {len(go)} files in {go_wall:.1f} s of process wall time (parsing included)", flush=True)
+
+    from checkers.spark import get_spark
+
+    t0 = time.monotonic()
+    spark = get_spark()
+    spark.range(1).count()
+    print(f"SparkSession up in {time.monotonic() - t0:.1f} s ({spark.sparkContext.master}, "
+          f"{spark.sparkContext.defaultParallelism} cores); timings below exclude it", flush=True)
+    for name, expected in files:
+        t0 = time.monotonic()
+        ops = parsers.load(root / name)[1] if a.edn_parser else parse_fast(root / name)
+        parse_s = time.monotonic() - t0
+        t0 = time.monotonic()
+        res = linearizability.check_spark(spark, [(name, ops, models.make_model("kv"))],
+                                          budget_seconds=a.budget_seconds)[name]
+        ours_s = time.monotonic() - t0
+        gv, gs = go[name]
+        ov = verdict(res["valid"])
+        st = res["stats"]
+        print(f"{name}: {len(ops):,} ops, {st['parts']} keys | Porcupine check {gs:7.2f} s -> {gv} | ours on Spark "
+              f"{ours_s:7.2f} s (cpu in tasks {st['cpu_seconds']:.1f} s; parse {parse_s:.1f} s, {'EDN' if a.edn_parser else 'regex'}) -> {ov} | ratio "
+              f"ours/Porcupine {ours_s / gs:6.1f}x (target <= 0.5x) | verdicts {'agree' if gv == ov else 'DIFFER'}, "
+              f"expected {expected}", flush=True)
+        if res["valid"] is False:
+            print(f"  ours cites: {res['anomalies'][0]['message'][:300]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
