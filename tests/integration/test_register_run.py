@@ -1,0 +1,66 @@
+"""Register workload runs: real sshd, ZooKeeper ensemble, Toxiproxy, broker agents and Spark; clients on
+the control node read, write and cas znodes, each through its one server's Toxiproxy link, and the
+WGL checker judges the history on Spark, one part per key.
+
+* ``sync`` reads under faults that cut a server from its clients and pause the ZooKeeper leader
+  (a new election) are linearizable.
+* ``plain`` reads while one follower is paused again and again (ZooKeeper's quorum links are not
+  proxied: a pause is how a follower falls behind the quorum here): see the test's docstring.
+
+Only the register checker runs, to keep them short."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from rich.console import Console
+
+from history import read_events
+from nemesis.base import FaultOp
+from nemesis.schedule import Schedule, Step
+
+pytestmark = pytest.mark.integration
+
+
+def _run(tmp_path, reads: str, schedule: Schedule, time_limit: float, seed: int, extra: list[str] = ()):  # noqa: ANN202
+    from harness.cli import build_parser
+    from harness.commands.run import spec_from_args
+    from harness.engine import Engine
+    from harness.inventory import load_inventory
+    from workloads.register import REGISTER_CHECKERS
+
+    args = build_parser().parse_args(["run", "--store", str(tmp_path / "store"), "--workload", "register",
+                                      "--reads", reads, "--time-limit", str(time_limit), "--seed", str(seed),
+                                      *extra])
+    inv = load_inventory(args.inventory)
+    spec = replace(spec_from_args(args, inv, schedule), checkers=REGISTER_CHECKERS)
+    with Engine(inv, args.store, Console(quiet=True), args.spark_master) as engine:
+        outcome = engine.run(spec)
+    results = json.loads((outcome.run_dir / "results.json").read_text())
+    history = list(read_events(outcome.run_dir / "history.jsonl"))
+    print(f"register {reads}: {outcome.ops} in {outcome.wall_s:.1f}s (loaded), phases {outcome.phases}, "
+          f"checker {results['checkers']['register_linearizable']}")
+    return outcome, results, history
+
+
+def test_sync_reads_are_linearizable_under_client_cuts_and_a_leader_pause(tmp_path):
+    schedule = Schedule("register-faults", [
+        Step(1.0, FaultOp("cut", "start", [], {"links": ["client->zk1"]})),
+        Step(4.0, FaultOp("cut", "stop", [], {"links": ["client->zk1"]})),
+        Step(4.5, FaultOp("pause", "start", [], {"spec": "zk-leader"})),
+        Step(6.5, FaultOp("pause", "stop", [])),
+    ])
+    outcome, results, history = _run(tmp_path, "sync", schedule, 9.0, 11)
+
+    assert outcome.error is None and outcome.valid is True, results
+    stats = results["checkers"]["register_linearizable"]["stats"]
+    ops = [e for e in history if e.f in ("reg_read", "reg_write", "reg_cas") and e.type != "invoke"]
+    assert stats["keys"] == 3 and stats["keys_unknown"] == 0 and stats["engine"] == "spark"
+    assert stats["register_ops"] > 100 and stats["by_kind"]["read_ok"] > 0 and stats["by_kind"]["write_ok"] > 0
+    assert {e.value["mode"] for e in ops if e.f == "reg_read"} == {"sync"}
+    assert {e.value["server"] for e in ops} == {"zk1", "zk2", "zk3"}, "clients spread over the servers"
+    nemesis = [e for e in history if e.src == "nemesis" and e.f in ("cut", "pause")]
+    assert any(e.f == "pause" and e.value.get("stage") == "complete" for e in nemesis), "the leader was paused"
+    assert any(e.type == "info" for e in ops) or any(e.type == "fail" for e in ops), "the faults were felt"
