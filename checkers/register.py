@@ -144,7 +144,7 @@ class RegisterLinearizable:
             anomalies.append(anomaly(self.name, msg, cited, **keys))
         s = checked["stats"]
         return result(checked["valid"], anomalies, register_ops=len(ops), keys=s.get("parts"),
-                      keys_unknown=s.get("parts_unknown"), steps=s.get("steps"), cpu_seconds=s.get("cpu_seconds"),
+                      keys_unknown=s.get("parts_unknown"), steps=s.get("steps"),
                       engine=s.get("engine"), by_kind=_counts(ops))
 
 
