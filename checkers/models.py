@@ -154,6 +154,46 @@ class Mutex(Model):
         return False, state
 
 
+class VersionedRegister(Model):
+    """ZooKeeper znodes as registers (``workloads.register``): the state is (value, version),
+    starting (None, 0) (created empty). Inputs ``(f, key, arg)``, partitioned by key:
+
+    * ``("read", key, None)`` → output ``(value, version)``: must equal the state;
+    * ``("write", key, value)`` → output the new version: the state's version + 1;
+    * ``("cas", key, (expected, value))`` → output the new version (the state's version was
+      ``expected``), or False (it was not: BadVersion). ``expected`` None: unknown, any version.
+
+    UNKNOWN outputs (timeouts) take effect when the op could have (the search may also leave
+    them out).
+    """
+
+    name = "versioned-register"
+
+    def init(self) -> Any:
+        return (None, 0)
+
+    def partition(self, ops: Sequence[Op]) -> list[tuple[Any, list[Op]]]:
+        parts: dict[Any, list[Op]] = defaultdict(list)
+        for op in ops:
+            parts[op.input[1]].append(op)
+        return sorted(parts.items(), key=lambda kv: str(kv[0]))
+
+    def step(self, state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+        f, _, arg = inp
+        value, version = state
+        if f == "read":
+            return (out is UNKNOWN or tuple(out) == state), state
+        if f == "write":
+            return (out is UNKNOWN or out == version + 1), (arg, version + 1)
+        if f == "cas":
+            expected, new = arg
+            matches = expected is None or expected == version
+            if out is False:
+                return expected is not None and expected != version, state
+            return matches and (out is UNKNOWN or out == version + 1), (new, version + 1)
+        return False, state
+
+
 MODELS = {
     "register": lambda: Register(None, nil_reads_any=True),
     "cas-register": lambda: CasRegister(0, nil_reads_any=True),
@@ -162,6 +202,7 @@ MODELS = {
     "kv": lambda: KeyValue(partitioned=True),
     "kv-nopartition": lambda: KeyValue(partitioned=False),
     "mutex": Mutex,
+    "versioned-register": VersionedRegister,
 }
 
 

@@ -12,8 +12,9 @@
                                               # proxy, in the path agent → Toxiproxy → proxy → ZK
         cluster.collect(run_dir)              # agents' events and logs, ZooKeeper logs
 
-Links: ``b<N>->zk<M>`` (agent N's connection to ZooKeeper server M) and ``b<N>->b<M>`` (agent N
-dialling agent M's control-plane port). Every started thing is recorded in a state file under
+Links: ``b<N>->zk<M>`` (agent N's connection to ZooKeeper server M), ``b<N>->b<M>`` (agent N
+dialling agent M's control-plane port) and ``client->zk<M>`` (the register workload's clients on
+the control node). Every started thing is recorded in a state file under
 ``.local/state`` as it starts, so `harness teardown` can clean up after a crash.
 """
 
@@ -48,6 +49,7 @@ from harness.wait import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STATE_DIR = REPO_ROOT / ".local" / "state"
+CLIENT_NODE = "client"  # the dialling side of the workload clients' links (not an inventory node)
 
 
 def state_path(run_id: str) -> Path:
@@ -266,6 +268,15 @@ class Cluster:
             for m in self.ensemble.members:
                 self.links.create(Link(f"{broker.name}->{m.name}", "agent-zk", broker.name, m.name,
                                        self.zk_upstream(m)))
+        # the workload clients on the control node: one link per server, so a client's server can be
+        # cut or slowed apart from the agents' (link ``client->zk<M>``, kind ``client-zk``)
+        for m in self.ensemble.members:
+            self.links.create(Link(f"{CLIENT_NODE}->{m.name}", "client-zk", CLIENT_NODE, m.name, self.zk_upstream(m)))
+
+    def client_zk_links(self) -> list[tuple[str, str]]:
+        """(ZooKeeper node name, address a workload client dials) per server, in ensemble order."""
+        assert self.ensemble is not None and self.links is not None
+        return [(m.name, self.links.links[f"{CLIENT_NODE}->{m.name}"].listen) for m in self.ensemble.members]
 
     def _ensure_agent_links(self) -> None:
         brokers = self.inv.brokers

@@ -5,7 +5,8 @@ A spec is one of:
 * a node name (``"b2"``) or a list of node names (``["b1", "zk3"]``);
 * ``all``, ``one``, ``minority``, ``majority``, each optionally suffixed ``-zk`` or ``-broker``
   to pick from one role (``minority-zk``); unsuffixed specs pick from the fault's default pool;
-* ``zk-leader`` (alias ``leader``), ``zk-followers``, ``controller`` (the broker named in
+* ``zk-leader`` (alias ``leader``), ``zk-followers``, ``zk-follower`` (the first follower in
+  inventory order: one server behind the quorum while the other two keep it), ``controller`` (the broker named in
   ``/controller``): looked up on the live cluster when the op runs.
 
 For ``partition`` ops the spec also picks the grudge (see ``resolve_partition``): ``halves``,
@@ -32,7 +33,7 @@ Spec = str | list[str]
 
 COUNTS = ("all", "one", "minority", "majority")
 ROLES = {"zk": "zk", "broker": "broker", "brokers": "broker"}
-DYNAMIC = ("zk-leader", "leader", "zk-followers", "controller")
+DYNAMIC = ("zk-leader", "leader", "zk-followers", "zk-follower", "controller")
 WHOLE_GRUDGES = ("halves", "bridge", "majorities-ring")
 
 
@@ -105,11 +106,14 @@ def resolve(spec: Spec, pools: Pools, rng: random.Random, default_role: str = "a
             raise TargetError(f"{spec}: no {role or default_role} nodes in the inventory")
         k = count_for(count, len(pool))
         return list(pool) if count == "all" else sorted(rng.sample(list(pool), k))
-    if spec in ("zk-leader", "leader", "zk-followers"):
+    if spec in ("zk-leader", "leader", "zk-followers", "zk-follower"):
         leader = pools.leader()
         if leader is None:
             raise TargetError(f"{spec}: no ZooKeeper leader right now")
-        return [leader] if spec != "zk-followers" else [z for z in pools.zookeepers if z != leader]
+        if spec in ("zk-leader", "leader"):
+            return [leader]
+        followers = [z for z in pools.zookeepers if z != leader]
+        return followers[:1] if spec == "zk-follower" else followers
     if spec == "controller":
         ctl = pools.controller()
         if ctl is None:

@@ -69,6 +69,27 @@ class Workload:
 NONE = Workload("none")
 
 
+@dataclass
+class Throttle:
+    """A generator's rate limit, pure: ``rate`` ops/s across ``concurrency`` slots spaces a slot's
+    ops ``concurrency / rate`` seconds apart, slots staggered over one period. ``due`` returns the
+    ``sleep`` op to hand out until the slot's next op is due, else None (and books that op)."""
+
+    concurrency: int
+    rate: float | None = None  # None: unthrottled
+    _due: dict[int, float] = field(default_factory=dict)  # per slot (process % concurrency): next op due
+
+    def due(self, process: int, elapsed: float) -> Op | None:
+        if self.rate is None:
+            return None
+        slot, period = process % self.concurrency, self.concurrency / self.rate
+        due = self._due.get(slot, slot / self.rate)
+        if elapsed < due:
+            return Op(SLEEP, {"s": due - elapsed})
+        self._due[slot] = max(due, elapsed - period) + period
+        return None
+
+
 class OpRecorder:
     """Writes an op's invoke and completion events. A client that raises is an ``info``: its op
     may or may not have happened."""

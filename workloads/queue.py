@@ -29,7 +29,7 @@ from typing import Any
 
 from agent import znodes
 from agent.client import AppendUnknown, FetchError, KafkaClient
-from workloads.base import FAIL, INFO, OK, Op, Workload
+from workloads.base import FAIL, INFO, OK, Op, Throttle, Workload
 from workloads.kafka import append_op
 
 TOPIC = "queue"
@@ -50,16 +50,14 @@ class QueueGenerator:
     rate: float | None = None  # ops/s across all processes; None: as fast as the clients go
     acks: str = "all"
     _issued: dict[int, int] = field(default_factory=dict)  # per process: ops handed out
-    _due: dict[int, float] = field(default_factory=dict)  # per slot (process % concurrency): next op due
+    _throttle: Throttle | None = None
 
     def next_op(self, process: int, elapsed: float) -> Op | None:
         k = self._issued.get(process, 0)
-        if self.rate is not None:
-            slot, period = process % self.concurrency, self.concurrency / self.rate
-            due = self._due.get(slot, slot / self.rate)  # slots staggered over one period
-            if elapsed < due:
-                return Op("sleep", {"s": due - elapsed})
-            self._due[slot] = max(due, elapsed - period) + period
+        if self._throttle is None:
+            self._throttle = Throttle(self.concurrency, self.rate)
+        if (sleep := self._throttle.due(process, elapsed)) is not None:
+            return sleep
         self._issued[process] = k + 1
         if k % 2 == 0:
             return Op("send", {"topic": self.topic, "partition": (k // 2) % self.partitions,

@@ -22,7 +22,7 @@ from harness.spec import TestSpec
 from nemesis.schedule import Schedule, isolate_schedule
 from workloads import BUILDERS, WORKLOADS
 from workloads.base import Workload
-from workloads.queue import DEFAULT_CONCURRENCY
+from workloads.register import READ_MODES
 
 DEFAULT_TEST = "isolate-broker"
 
@@ -63,11 +63,14 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> Non
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="N",
-                   help=f"client processes of the workload (default {DEFAULT_CONCURRENCY})")
+    p.add_argument("--concurrency", type=int, default=None, metavar="N",
+                   help="client processes of the workload (default: the workload's, 12 for queue, 6 for register)")
     p.add_argument("--rate", type=float, default=None, metavar="OPS",
                    help="client operations per second across all processes (default: unthrottled)")
     p.add_argument("--acks", default="all", choices=("all", "1"), help="producer acks of the queue workload (default all)")
+    p.add_argument("--reads", default="sync", choices=READ_MODES,
+                   help="register workload reads: sync (sync(path) then get: linearizable) or plain (the connected "
+                        "server's view: sequentially consistent) (default sync)")
 
 
 def workload_from_args(args: argparse.Namespace) -> Workload:
@@ -75,13 +78,14 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     workload = WORKLOADS.get(name)
     if workload is None:
         raise UsageError(f"--workload: no workload {name!r} (known: {', '.join(WORKLOADS)})")
-    concurrency, rate = getattr(args, "concurrency", DEFAULT_CONCURRENCY), getattr(args, "rate", None)
-    if concurrency <= 0:
+    concurrency, rate = getattr(args, "concurrency", None), getattr(args, "rate", None)
+    if concurrency is not None and concurrency <= 0:
         raise UsageError(f"--concurrency: must be > 0, got {concurrency}")
     if rate is not None and not rate > 0:
         raise UsageError(f"--rate: must be > 0 ops/s, got {rate}")
     build = BUILDERS.get(name)
-    return build(concurrency, rate, getattr(args, "acks", "all")) if build else workload
+    options = {o: getattr(args, o) for o in ("acks", "reads") if getattr(args, o, None) is not None}
+    return build(concurrency, rate, options) if build else workload
 
 
 def toggles_from_args(args: argparse.Namespace) -> dict[str, Any]:

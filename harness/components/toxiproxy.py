@@ -26,7 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 @dataclass(slots=True)
 class Link:
     name: str
-    kind: str  # "agent-zk" | "agent-agent" | "zk-zk"
+    kind: str  # "agent-zk" | "agent-agent" | "client-zk" | "zk-zk"
     src: str  # node name on the dialling side
     dst: str  # node name on the listening side
     upstream: str  # host:port the proxy forwards to

@@ -227,6 +227,15 @@ def qpo(log: EventLog, bad: bool) -> None:
 
 
 # queue_unseen is informational (never invalid): tests/integration/test_check_queue.py covers it
+def reg(log: EventLog, bad: bool) -> None:
+    """A write completes through one server; a later read on another returns the old version (stale)."""
+    log.emit("client", "reg_write", "invoke", 0, proc=0, key="k0", value="a")
+    log.emit("client", "reg_write", "ok", 0, proc=0, key="k0", value="a", version=1, server="zk1")
+    log.emit("client", "reg_read", "invoke", 1, proc=1, key="k0", mode="plain")
+    log.emit("client", "reg_read", "ok", 1, proc=1, key="k0", mode="plain", server="zk2",
+             **({"value": None, "version": 0} if bad else {"value": "a", "version": 1}))
+
+
 INFORMATIONAL = {"queue_unseen"}
 CASES: dict[str, tuple[str, Callable[[EventLog, bool], None]]] = {
     "1": ("registration_epochs", c1), "2": ("single_registrant", c2), "3": ("registration_liveness", c3),
@@ -236,6 +245,7 @@ CASES: dict[str, tuple[str, Callable[[EventLog, bool], None]]] = {
     "11b": ("max_broker_epoch", c11b), "zr": ("zxid_realtime", zr), "zp": ("zxid_replay", zp),
     "zs": ("zxid_session", zs), "qlw": ("queue_lost_write", qlw), "qio": ("queue_inconsistent_offsets", qio),
     "qdup": ("queue_duplicate", qdup), "qab": ("queue_aborted_read", qab), "qpo": ("queue_poll_order", qpo),
+    "reg": ("register_linearizable", reg),
 }
 
 

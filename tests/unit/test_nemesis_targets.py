@@ -34,6 +34,7 @@ def test_dynamic_and_explicit():
     assert resolve("zk-leader", pools(), rng()) == ["zk2"]
     assert resolve("leader", pools(), rng()) == ["zk2"]
     assert resolve("zk-followers", pools(), rng()) == ["zk1", "zk3"]
+    assert resolve("zk-follower", pools(), rng()) == ["zk1"]
     assert resolve("controller", pools(), rng()) == ["b3"]
     assert resolve("b2", pools(), rng()) == ["b2"]
     assert resolve(["b1", "zk3", "b1"], pools(), rng()) == ["b1", "zk3"]
