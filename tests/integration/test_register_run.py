@@ -88,12 +88,18 @@ def test_plain_follower_reads_while_a_follower_lags_are_shown_stale(tmp_path):
     reads; 16 of the 17 inside the pause windows, on the paused follower and on the other follower,
     which the quorum then needs for every write); with no fault at all both plain runs tried were
     invalid too (6 of 2,907 and 2 of 2,789 reads: commit lag alone); sync reads under the same
-    pauses stayed valid. The pauses widen the window; they are not what opens it. The test is therefore probabilistic: a run that
-    happened to see no stale read would fail it."""
+    pauses stayed valid. The pauses widen the window; they are not what opens it. Whether one run
+    sees a stale read is therefore a matter of chance, so up to three runs (seeds 5, 6, 7) are made
+    and the first invalid one is examined; every run must end with a verdict, never an error, and
+    no run may be invalid for any other reason than a stale read."""
     schedule, limit = _follower_pauses(5, 1.2, 1.3)
-    outcome, results, history = _run(tmp_path, "plain", schedule, limit, 5, ["--concurrency", "9"])
-
-    assert outcome.error is None and outcome.valid is False, results
+    for seed in (5, 6, 7):
+        outcome, results, history = _run(tmp_path / f"seed{seed}", "plain", schedule, limit, seed,
+                                         ["--concurrency", "9"])
+        assert outcome.error is None and outcome.valid is not None, results
+        if outcome.valid is False:
+            break
+    assert outcome.valid is False, f"no stale plain read in 3 runs: {results}"
     stale = [a for a in results["anomalies"] if a["checker"] == "register_linearizable"]
     assert stale and stale[0]["message"].startswith("stale read: "), stale
     by_id = {f"{e.src}/{e.seq}": e for e in history}
