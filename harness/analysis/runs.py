@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.pairing import Ev
+
 ANALYSIS_DIR = "analysis"
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T")
 
@@ -135,4 +137,24 @@ def _anomalies_per_checker(results: dict[str, Any]) -> dict[str, int]:
     for a in results.get("anomalies") or []:
         if isinstance(a, dict) and a.get("checker"):
             out[str(a["checker"])] = out.get(str(a["checker"]), 0) + 1
+    return out
+
+
+def pairing_events(run_dir: Path) -> list[Ev]:
+    """The history events of a run as ``pairing.Ev`` (the plain-Python reading of what
+    ``tables.pairing_events`` selects on Spark; lines that are not JSON objects are skipped)."""
+    out = []
+    with (run_dir / "history.jsonl").open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(e, dict):
+                continue
+            v = e.get("value") if isinstance(e.get("value"), dict) else {}
+            out.append(Ev(str(e.get("src")), int(e.get("seq") or 0), str(e.get("type")), str(e.get("f")),
+                          float(e.get("t_wall") or 0.0), e.get("t_mono"),
+                          None if e.get("process") is None else str(e["process"]),
+                          v.get("stage"), v.get("phase"), v.get("instant") is True or None, v.get("reason")))
     return out
