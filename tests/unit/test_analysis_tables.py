@@ -124,3 +124,19 @@ def test_anomaly_rates_count_each_run_once() -> None:
     liveness, epochs = anomaly_rates(rows)
     assert (liveness.runs, liveness.invalid, liveness.rate) == (2, 1, 0.5)
     assert (epochs.runs, epochs.unknown, epochs.rate) == (1, 1, 0.0)
+
+
+def test_zk_version_from_settings_or_the_jar(tmp_path) -> None:  # noqa: ANN001
+    import zipfile
+
+    from harness.components.zookeeper import ZkSettings
+    from harness.zkversion import zk_version
+
+    jar = tmp_path / "zookeeper-3.8.4.jar"
+    with zipfile.ZipFile(jar, "w") as z:
+        z.writestr("META-INF/maven/org.apache.zookeeper/zookeeper/pom.properties", "groupId=x\nversion=3.8.4\n")
+    other = tmp_path / "slf4j.jar"
+    other.write_bytes(b"")
+    assert zk_version(ZkSettings(classpath=f"{other}:{jar}")) == "3.8.4"
+    assert zk_version(ZkSettings(classpath=f"{tmp_path}/zookeeper.jar")) is None  # not readable here
+    assert zk_version(ZkSettings(source="maven", version="3.9.2", classpath="")) == "3.9.2"
