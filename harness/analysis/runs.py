@@ -153,8 +153,12 @@ def pairing_events(run_dir: Path) -> list[Ev]:
             if not isinstance(e, dict):
                 continue
             v = e.get("value") if isinstance(e.get("value"), dict) else {}
-            out.append(Ev(str(e.get("src")), int(e.get("seq") or 0), str(e.get("type")), str(e.get("f")),
-                          float(e.get("t_wall") or 0.0), e.get("t_mono"),
+            try:
+                seq, t_wall = int(e["seq"]), float(e["t_wall"])
+            except (KeyError, TypeError, ValueError):
+                continue  # not an event (docs/events.md: seq and t_wall are required)
+            mono = e.get("t_mono") if isinstance(e.get("t_mono"), int) else None
+            out.append(Ev(str(e.get("src")), seq, str(e.get("type")), str(e.get("f")), t_wall, mono,
                           None if e.get("process") is None else str(e["process"]),
                           v.get("stage"), v.get("phase"), v.get("instant") is True or None, v.get("reason")))
     return out

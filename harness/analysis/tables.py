@@ -78,10 +78,11 @@ def _per_run(events: DataFrame, fn: Callable[[list[pairing.Ev]], list[Any]]) -> 
 
 
 def recovery_times(events: DataFrame) -> list[RecoveryRow]:
-    """Heal → re-registration percentiles per fault type (pairing rules: ``pairing``)."""
+    """Heal → re-registration percentiles per fault type (pairing rules: ``pairing``), from
+    ``pairing_events``."""
     from pyspark.sql import functions as F
 
-    rdd = _per_run(pairing_events(events), pairing.recoveries).map(lambda kv: (kv[0], kv[1].fault, kv[1].ms))
+    rdd = _per_run(events, pairing.recoveries).map(lambda kv: (kv[0], kv[1].fault, kv[1].ms))
     df = events.sparkSession.createDataFrame(rdd, "run_dir string, fault string, ms double")
     agg = df.groupBy("fault").agg(F.count("*").alias("heals"), F.count("ms").alias("paired"),
                                   F.expr(_PCT).alias("p"), F.max("ms").alias("max"))
@@ -90,12 +91,12 @@ def recovery_times(events: DataFrame) -> list[RecoveryRow]:
 
 
 def op_latencies(events: DataFrame, checks: DataFrame) -> list[LatencyRow]:
-    """Client operation latency percentiles per workload and op type; runs without a workload
-    (``none``) contribute nothing."""
+    """Client operation latency percentiles per workload and op type, from ``pairing_events``; runs
+    without a workload (``none``) contribute nothing."""
     from pyspark.sql import functions as F
 
     runs = checks.filter(F.col("workload") != "none").select("run_dir", "workload").distinct()
-    ev = pairing_events(events).join(runs.select("run_dir"), "run_dir", "left_semi")
+    ev = events.join(runs.select("run_dir"), "run_dir", "left_semi")
     rdd = _per_run(ev, pairing.op_latencies).map(lambda kv: (kv[0], kv[1].op, kv[1].outcome, kv[1].ms))
     df = events.sparkSession.createDataFrame(rdd, "run_dir string, op string, outcome string, ms double").join(runs, "run_dir")
     counts = [F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in (*pairing.COMPLETIONS, "open")]

@@ -79,16 +79,21 @@ def compute_tables(spark: SparkSession, out: Path) -> list[Table]:
     from harness.analysis.pairing import Flaky, LatencyRow, Rate, RecoveryRow
 
     checks, events = read_checks(spark, out), read_events(spark, out)
-    return [
+    # the two pairings read the same few events: select and parse them once
+    paired = tb.pairing_events(events).cache() if events is not None else None
+    tables = [
         tb.Table("anomaly_rate", "anomaly rate per checker × toggle set × fault type",
                  tb.anomaly_rates(checks) if checks is not None else [], Rate),
         tb.Table("heal_to_registration", "time from heal to re-registration (ms) per fault type",
-                 tb.recovery_times(events) if events is not None else [], RecoveryRow),
+                 tb.recovery_times(paired) if paired is not None else [], RecoveryRow),
         tb.Table("op_latency", "client operation latency (ms) per workload and op",
-                 tb.op_latencies(events, checks) if events is not None and checks is not None else [], LatencyRow),
+                 tb.op_latencies(paired, checks) if paired is not None and checks is not None else [], LatencyRow),
         tb.Table("flaky", "flaky configurations: verdicts differ across seeds/repeats",
                  tb.flaky_configs(checks) if checks is not None else [], Flaky),
     ]
+    if paired is not None:
+        paired.unpersist()
+    return tables
 
 
 def write_tables(spark: SparkSession, tables: list[Table], out: Path, summary: str) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests.integration.test_report_browser import REVIEW, _check_plots, _open, _screenshot, browser  # noqa: F401 - browser is a fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED_RUN = ROOT / "tests" / "data" / "store" / "isolate-broker" / "20261123T145216.364"
@@ -107,19 +108,31 @@ def plain(v: object) -> str:
     return "" if v is None else str(v)
 
 
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory, spark) -> tuple[Path, str]:  # noqa: ANN001
+    """One `harness analyze --out` over the isolate run, its flaky repeat and the queue run: (out, stdout)."""
+    import contextlib
+    import io
+
+    tmp = tmp_path_factory.mktemp("analysed")
+    store, out = tmp / "store", tmp / "analysis"
+    for run in (STORED_RUN, QUEUE_RUN):
+        shutil.copytree(run, store / "isolate-broker" / run.name)
+    repeat_copy(store)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["analyze", str(store), "--out", str(out)]) == 0
+    return out, printed.getvalue()
+
+
 @pytest.mark.integration
-def test_analyze_tables_page_and_parquet(tmp_path: Path, capsys, spark) -> None:  # noqa: ANN001
+def test_analyze_tables_page_and_parquet(analysed, spark) -> None:  # noqa: ANN001
     from html.parser import HTMLParser
 
     from harness.analysis.pairing import latency_table, op_latencies, recoveries, recovery_table
     from harness.analysis.runs import pairing_events
 
-    store, out = tmp_path / "store", tmp_path / "analysis"
-    for run in (STORED_RUN, QUEUE_RUN):
-        shutil.copytree(run, store / "isolate-broker" / run.name)
-    repeat_copy(store)
-    assert main(["analyze", str(store), "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
+    out, printed = analysed
     for title in ("time from heal to re-registration", "client operation latency", "flaky configurations"):
         assert title in printed
 
@@ -178,3 +191,13 @@ def test_analyze_tables_page_and_parquet(tmp_path: Path, capsys, spark) -> None:
     assert p.sections == ["anomaly_rate", "heal_to_registration", "op_latency", "flaky"]
     assert p.plots == [f"plot-{s}" for s in p.sections]
     assert p.external == [] and "Plotly.newPlot" in text and "plotly.js" in text.lower()
+
+
+@pytest.mark.integration
+def test_analysis_page_in_chromium(analysed, browser, tmp_path: Path) -> None:  # noqa: ANN001, F811 - the imported fixture
+    """analysis.html opened from disk in headless Chromium: no console error, every plot drawn with points."""
+    out, _ = analysed
+    assert _open(browser, (out / "analysis.html").as_uri()) == []
+    _check_plots(browser, {f"plot-{n}" for n in ("anomaly_rate", "heal_to_registration", "op_latency", "flaky")})
+    assert "time from heal to re-registration" in browser.find_element("tag name", "body").text
+    _screenshot(browser, tmp_path / "analysis.png", REVIEW / "zkfence-analysis.png")
