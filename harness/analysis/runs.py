@@ -16,6 +16,7 @@ from typing import Any
 from harness.analysis.pairing import Ev
 
 ANALYSIS_DIR = "analysis"
+CAMPAIGNS_DIR = "campaigns"  # harness campaign's root under the store
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T")
 
 
@@ -43,13 +44,23 @@ class CheckRow:
 
 
 def candidate_dirs(store: Path) -> Iterator[Path]:
-    """``store/<test>/<stamp>/`` directories, each once (``latest`` links skipped), sorted."""
+    """``store/<test>/<stamp>/`` directories, each once (``latest`` links skipped), sorted; and the
+    runs of every campaign, ``store/campaigns/<name>/<stamp>/runs/<test>/<stamp>/``."""
     if not store.is_dir():
         return
     for test_dir in sorted(p for p in store.iterdir() if p.is_dir() and not p.is_symlink()):
         if test_dir.name in (ANALYSIS_DIR, "latest") or test_dir.name.startswith((".", "_")):
             continue
-        yield from sorted(p for p in test_dir.iterdir() if p.is_dir() and not p.is_symlink())
+        if test_dir.name == CAMPAIGNS_DIR:
+            for campaign in _dirs(test_dir):
+                for stamp in _dirs(campaign):
+                    yield from candidate_dirs(stamp / "runs")
+            continue
+        yield from _dirs(test_dir)
+
+
+def _dirs(parent: Path) -> list[Path]:
+    return sorted(p for p in parent.iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def verdict(v: Any) -> str:
