@@ -46,6 +46,7 @@ from harness.remote import RemoteError
 from harness.spec import ANOMALY, TestSpec
 from harness.store import new_run_dir, write_json
 from harness.wait import wait_until
+from harness.zkversion import zk_version
 from history import EventWriter, merge, read_events, write_history
 from nemesis.base import FaultOp, NemesisRunner
 from workloads.base import Op, OpRecorder, WorkloadRunner
@@ -550,6 +551,7 @@ def _run_json(spec: TestSpec, run_id: str, inv: Inventory) -> dict[str, Any]:
         "script": getattr(spec.script, "__qualname__", None), "time_limit": spec.time_limit,
         "recovery": spec.recovery, "checkers": list(spec.checkers) if spec.checkers else None,
         "expected": spec.expect.describe() if spec.expect else None, "margin_ms": spec.margin_ms,
-        "session_timeout_ms": inv.agents.session_timeout_ms, "schedule": schedule, **spec.info,
+        "session_timeout_ms": inv.agents.session_timeout_ms, "schedule": schedule,
+        "zk_version": zk_version(inv.zookeeper), **spec.info,
         "inventory": json.loads(json.dumps(inventory, default=str)),
     }

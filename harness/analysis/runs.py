@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.pairing import Ev
+
 ANALYSIS_DIR = "analysis"
+CAMPAIGNS_DIR = "campaigns"  # harness campaign's root under the store
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T")
 
 
@@ -41,13 +44,23 @@ class CheckRow:
 
 
 def candidate_dirs(store: Path) -> Iterator[Path]:
-    """``store/<test>/<stamp>/`` directories, each once (``latest`` links skipped), sorted."""
+    """``store/<test>/<stamp>/`` directories, each once (``latest`` links skipped), sorted; and the
+    runs of every campaign, ``store/campaigns/<name>/<stamp>/runs/<test>/<stamp>/``."""
     if not store.is_dir():
         return
     for test_dir in sorted(p for p in store.iterdir() if p.is_dir() and not p.is_symlink()):
         if test_dir.name in (ANALYSIS_DIR, "latest") or test_dir.name.startswith((".", "_")):
             continue
-        yield from sorted(p for p in test_dir.iterdir() if p.is_dir() and not p.is_symlink())
+        if test_dir.name == CAMPAIGNS_DIR:
+            for campaign in _dirs(test_dir):
+                for stamp in _dirs(campaign):
+                    yield from candidate_dirs(stamp / "runs")
+            continue
+        yield from _dirs(test_dir)
+
+
+def _dirs(parent: Path) -> list[Path]:
+    return sorted(p for p in parent.iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def verdict(v: Any) -> str:
@@ -135,4 +148,28 @@ def _anomalies_per_checker(results: dict[str, Any]) -> dict[str, int]:
     for a in results.get("anomalies") or []:
         if isinstance(a, dict) and a.get("checker"):
             out[str(a["checker"])] = out.get(str(a["checker"]), 0) + 1
+    return out
+
+
+def pairing_events(run_dir: Path) -> list[Ev]:
+    """The history events of a run as ``pairing.Ev`` (the plain-Python reading of what
+    ``tables.pairing_events`` selects on Spark; lines that are not JSON objects are skipped)."""
+    out = []
+    with (run_dir / "history.jsonl").open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(e, dict):
+                continue
+            v = e.get("value") if isinstance(e.get("value"), dict) else {}
+            try:
+                seq, t_wall = int(e["seq"]), float(e["t_wall"])
+            except (KeyError, TypeError, ValueError):
+                continue  # not an event (docs/events.md: seq and t_wall are required)
+            mono = e.get("t_mono") if isinstance(e.get("t_mono"), int) else None
+            out.append(Ev(str(e.get("src")), seq, str(e.get("type")), str(e.get("f")), t_wall, mono,
+                          None if e.get("process") is None else str(e["process"]),
+                          v.get("stage"), v.get("phase"), v.get("instant") is True or None, v.get("reason")))
     return out

@@ -1,28 +1,38 @@
-"""Cross-run tables over the checks dataset."""
+"""The four cross-run tables, computed on Spark from the dataset (``dataset.read_checks`` /
+``read_events``), and their outputs: a rich table, a CSV file and a Parquet directory each.
+
+Grouping and percentiles are Spark SQL; the per-run pairing of heals with registrations and of
+invokes with completions is ``pairing`` (plain Python), run once per run on the executors.
+"""
 
 from __future__ import annotations
 
 import csv
+import math
+import shutil
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from harness.analysis import pairing
+from harness.analysis.pairing import Flaky, LatencyRow, Rate, RecoveryRow
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, Row
+
+# value fields the pairing reads, parsed from each event's raw line
+_VALUE_FIELDS = ("stage", "phase", "reason")
+_PCT = "percentile(ms, array(0.5, 0.9, 0.99))"
 
 
 @dataclass(frozen=True)
-class Rate:
-    checker: str
-    toggles: str
-    faults: str
-    runs: int
-    invalid: int
-    unknown: int
-
-    @property
-    def rate(self) -> float:
-        return self.invalid / self.runs if self.runs else 0.0
+class Table:
+    name: str  # file stem under --out: <name>.csv, <name>.parquet/
+    title: str
+    rows: Sequence[Any]  # dataclass instances of one type
+    kind: type
 
 
 def anomaly_rates(checks: DataFrame) -> list[Rate]:
@@ -35,26 +45,148 @@ def anomaly_rates(checks: DataFrame) -> list[Rate]:
                 F.countDistinct(F.when(F.col("valid") == "invalid", F.col("run_dir"))).alias("invalid"),
                 F.countDistinct(F.when(F.col("valid") == "unknown", F.col("run_dir"))).alias("unknown")))
     rates = [Rate(r["checker"], r["toggles"], r["faults"], r["runs"], r["invalid"], r["unknown"]) for r in agg.collect()]
-    return sorted(rates, key=lambda r: (-r.rate, r.checker, r.toggles, r.faults))
+    return sorted(rates, key=pairing.rate_order)
 
 
-def write_csv(rates: list[Rate], path: Path) -> None:
+def pairing_events(events: DataFrame) -> DataFrame:
+    """The events the pairing reads (nemesis ops, registrations, run_start, client ops), as the
+    columns of ``pairing.Ev`` plus ``run_dir``."""
+    from pyspark.sql import functions as F
+
+    ev = events.filter(
+        (F.col("src") == "nemesis") | ((F.col("f") == "register") & (F.col("type") == "ok"))
+        | ((F.col("src") == "harness") & (F.col("f") == "run_start"))
+        | (~F.col("src").startswith("agent:") & ~F.col("src").isin(*pairing.NOT_CLIENTS)
+           & F.col("type").isin("invoke", *pairing.COMPLETIONS)))
+    for name in _VALUE_FIELDS:
+        ev = ev.withColumn(name, F.get_json_object("line", f"$.value.{name}"))
+    return (ev.withColumn("t_mono", F.get_json_object("line", "$.t_mono").cast("long"))
+            .withColumn("process", F.get_json_object("line", "$.process"))
+            .withColumn("instant", F.get_json_object("line", "$.value.instant").cast("boolean"))
+            .select("run_dir", *(f.name for f in fields(pairing.Ev))))
+
+
+def _per_run(events: DataFrame, fn: Callable[[list[pairing.Ev]], list[Any]]) -> Any:
+    """``fn`` applied to each run's events on the executors: an RDD of ``(run_dir, result)``."""
+    names = [f.name for f in fields(pairing.Ev)]
+
+    def to_ev(r: Row) -> tuple[str, pairing.Ev]:
+        return r["run_dir"], pairing.Ev(*(r[n] for n in names))
+
+    return (events.rdd.map(to_ev).groupByKey()
+            .flatMap(lambda kv: ((kv[0], x) for x in fn(list(kv[1])))))
+
+
+def recovery_times(events: DataFrame) -> list[RecoveryRow]:
+    """Heal → re-registration percentiles per fault type (pairing rules: ``pairing``), from
+    ``pairing_events``."""
+    from pyspark.sql import functions as F
+
+    rdd = _per_run(events, pairing.recoveries).map(lambda kv: (kv[0], kv[1].fault, kv[1].ms))
+    df = events.sparkSession.createDataFrame(rdd, "run_dir string, fault string, ms double")
+    agg = df.groupBy("fault").agg(F.count("*").alias("heals"), F.count("ms").alias("paired"),
+                                  F.expr(_PCT).alias("p"), F.max("ms").alias("max"))
+    return sorted((RecoveryRow(r["fault"], r["heals"], r["paired"], r["heals"] - r["paired"], *_pcts(r["p"]), r["max"])
+                   for r in agg.collect()), key=lambda r: r.fault)
+
+
+def op_latencies(events: DataFrame, checks: DataFrame) -> list[LatencyRow]:
+    """Client operation latency percentiles per workload and op type, from ``pairing_events``; runs
+    without a workload (``none``) contribute nothing."""
+    from pyspark.sql import functions as F
+
+    runs = checks.filter(F.col("workload") != "none").select("run_dir", "workload").distinct()
+    ev = events.join(runs.select("run_dir"), "run_dir", "left_semi")
+    rdd = _per_run(ev, pairing.op_latencies).map(lambda kv: (kv[0], kv[1].op, kv[1].outcome, kv[1].ms))
+    df = events.sparkSession.createDataFrame(rdd, "run_dir string, op string, outcome string, ms double").join(runs, "run_dir")
+    counts = [F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in (*pairing.COMPLETIONS, "open")]
+    agg = df.groupBy("workload", "op").agg(F.count("*").alias("ops"), *counts, F.expr(_PCT).alias("p"),
+                                           F.max("ms").alias("max"))
+    return sorted((LatencyRow(r["workload"], r["op"], r["ops"], r["ok"], r["fail"], r["info"], r["open"],
+                              *_pcts(r["p"]), r["max"]) for r in agg.collect()), key=lambda r: (r.workload, r.op))
+
+
+def flaky_configs(checks: DataFrame) -> list[Flaky]:
+    """Configurations (test, toggles, faults, workload, ZooKeeper version; not the seed) whose runs'
+    verdicts differ."""
+    from pyspark.sql import functions as F
+
+    key = ["test", "toggles", "faults", "workload", "zk_version"]
+    runs = checks.select("run_dir", "run_id", *key, "run_valid").distinct()
+    agg = (runs.groupBy(*key)
+           .agg(F.count("*").alias("runs"), F.countDistinct("run_valid").alias("verdicts"),
+                *(F.count(F.when(F.col("run_valid") == v, 1)).alias(v) for v in ("valid", "invalid", "unknown")),
+                F.array_join(F.array_sort(F.collect_list("run_id")), " ").alias("run_ids"))
+           .filter(F.col("verdicts") > 1))
+    return sorted((Flaky(*(r[k] for k in key), r["runs"], r["valid"], r["invalid"], r["unknown"], r["run_ids"])
+                   for r in agg.collect()), key=pairing.flaky_order)
+
+
+def _pcts(p: list[float] | None) -> tuple[float | None, float | None, float | None]:
+    return (p[0], p[1], p[2]) if p else (None, None, None)
+
+
+def cell(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return f"{v:.1f}" if isinstance(v, float) else str(v)
+
+
+def columns(t: Table) -> list[str]:
+    names = [f.name for f in fields(t.kind)]
+    return [*names, "rate"] if t.kind is Rate else names
+
+
+def values(t: Table, row: Any) -> list[Any]:
+    vals = list(astuple(row))
+    return [*vals, round(row.rate, 4)] if t.kind is Rate else vals
+
+
+def write_csv(t: Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".csv.part")
     with tmp.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow([*(fl.name for fl in fields(Rate)), "rate"])
-        for r in rates:
-            w.writerow([*astuple(r), f"{r.rate:.4f}"])
+        w.writerow(columns(t))
+        for r in t.rows:
+            w.writerow(["" if v is None else v for v in values(t, r)])
     tmp.replace(path)
 
 
-def render(rates: list[Rate]) -> object:
-    from rich.table import Table
+def write_parquet(spark: Any, t: Table, path: Path) -> None:
+    """The table as one Parquet file in directory ``path``, replaced whole (written beside, then renamed)."""
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
-    t = Table(title="anomaly rate per checker × toggle set × fault type")
-    for col in ("checker", "toggles", "faults", "runs", "invalid", "unknown", "rate"):
-        t.add_column(col, justify="right" if col in ("runs", "invalid", "unknown", "rate") else "left")
-    for r in rates:
-        t.add_row(r.checker, r.toggles, r.faults, str(r.runs), str(r.invalid), str(r.unknown), f"{r.rate:.0%}")
-    return t
+    spark_type = {int: LongType(), float: DoubleType(), str: StringType()}
+    hints = {f.name: f.type for f in fields(t.kind)}
+    schema = StructType([StructField(c, spark_type[_base(hints.get(c, "float"))], True) for c in columns(t)])
+    tmp = path.with_name(f"_{path.name}-{uuid.uuid4().hex[:8]}")
+    spark.createDataFrame([tuple(values(t, r)) for r in t.rows], schema).coalesce(1).write.parquet(str(tmp))
+    old = path.with_name(f"_{path.name}-old")
+    if path.exists():
+        path.replace(old)
+    tmp.replace(path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _base(hint: Any) -> type:
+    text = str(hint)
+    return int if text.startswith("int") else str if text.startswith("str") else float
+
+
+def render(t: Table) -> object:
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    if not t.rows:
+        return Text(f"{t.title}: no rows", style="italic")
+
+    rt = RichTable(title=t.title)
+    cols = columns(t)
+    numeric = {f.name for f in fields(t.kind) if _base(f.type) is not str} | {"rate"}
+    for c in cols:
+        rt.add_column(c, justify="right" if c in numeric else "left", overflow="fold")
+    for r in t.rows:
+        vals = values(t, r)
+        rt.add_row(*(f"{v:.0%}" if c == "rate" else cell(v) for c, v in zip(cols, vals, strict=True)))
+    return rt

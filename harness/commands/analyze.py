@@ -1,7 +1,9 @@
 """harness analyze: ingest stored runs not yet in the Parquet dataset under ``<store>/analysis/``
-(partitioned by test and date), then print the cross-run table "anomaly rate per checker × toggle
-set × fault type" and write it as CSV. A corrupt or half-written run directory is skipped with a
-one-line warning naming it. Exit 0, or 254 when the store does not exist."""
+(partitioned by test and date), then print the cross-run tables (anomaly rate per checker × toggle
+set × fault type; time from heal to re-registration per fault type; client operation latency per
+workload and op; flaky configurations) and write each as CSV and Parquet, plus analysis.html with
+plots. A corrupt or half-written run directory is skipped with a one-line warning naming it.
+Exit 0, or 254 when the store does not exist."""
 
 from __future__ import annotations
 
@@ -9,10 +11,16 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import EXIT_BAD_INPUT
 
-RATES_CSV = "anomaly_rate.csv"
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from harness.analysis.tables import Table
+
+PAGE = "analysis.html"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,9 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from harness.analysis.dataset import append, ingested_dirs, read_checks
+    from harness.analysis.dataset import append, ingested_dirs
     from harness.analysis.runs import ANALYSIS_DIR, BadRun, candidate_dirs, rows_for_run
-    from harness.analysis.tables import anomaly_rates, render, write_csv
+    from harness.analysis.tables import render
 
     store = Path(args.store_pos or args.store or "store")
     if not store.is_dir():
@@ -54,10 +62,47 @@ def run(args: argparse.Namespace) -> int:
             skipped += 1
             print(f"harness analyze: skipping {e}", file=sys.stderr)
     parts = append(spark, out, rows)
-    checks = read_checks(spark, out)
-    rates = anomaly_rates(checks) if checks is not None else []
-    console.print(render(rates))
-    write_csv(rates, out / RATES_CSV)
-    console.print(f"ingested {new} new run(s) ({parts} part file(s)), {len(done)} already in the dataset, "
-                  f"{skipped} skipped; dataset {out}; table {out / RATES_CSV}; {time.monotonic() - t0:.1f}s")
+    tables = compute_tables(spark, out)
+    summary = (f"ingested {new} new run(s) ({parts} part file(s)), {len(done)} already in the dataset, "
+               f"{skipped} skipped; dataset {out}")
+    write_tables(spark, tables, out, summary)
+    for t in tables:
+        console.print(render(t))
+    console.print(f"{summary}; tables {out}/{{{','.join(t.name for t in tables)}}}.{{csv,parquet}}, "
+                  f"{out / PAGE}; {time.monotonic() - t0:.1f}s")
     return 0
+
+
+def compute_tables(spark: SparkSession, out: Path) -> list[Table]:
+    from harness.analysis import tables as tb
+    from harness.analysis.dataset import read_checks, read_events
+    from harness.analysis.pairing import Flaky, LatencyRow, Rate, RecoveryRow
+
+    checks, events = read_checks(spark, out), read_events(spark, out)
+    # the two pairings read the same few events: select and parse them once
+    paired = tb.pairing_events(events).cache() if events is not None else None
+    tables = [
+        tb.Table("anomaly_rate", "anomaly rate per checker × toggle set × fault type",
+                 tb.anomaly_rates(checks) if checks is not None else [], Rate),
+        tb.Table("heal_to_registration", "time from heal to re-registration (ms) per fault type",
+                 tb.recovery_times(paired) if paired is not None else [], RecoveryRow),
+        tb.Table("op_latency", "client operation latency (ms) per workload and op",
+                 tb.op_latencies(paired, checks) if paired is not None and checks is not None else [], LatencyRow),
+        tb.Table("flaky", "flaky configurations: verdicts differ across seeds/repeats",
+                 tb.flaky_configs(checks) if checks is not None else [], Flaky),
+    ]
+    if paired is not None:
+        paired.unpersist()
+    return tables
+
+
+def write_tables(spark: SparkSession, tables: list[Table], out: Path, summary: str) -> None:
+    from harness.analysis.page import write_page
+    from harness.analysis.tables import write_csv, write_parquet
+
+    out.mkdir(parents=True, exist_ok=True)
+    for t in tables:
+        write_csv(t, out / f"{t.name}.csv")
+        write_parquet(spark, t, out / f"{t.name}.parquet")
+    write_page(tables, summary, out / PAGE)
+

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests.integration.test_report_browser import REVIEW, _check_plots, _open, _screenshot, browser  # noqa: F401 - browser is a fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED_RUN = ROOT / "tests" / "data" / "store" / "isolate-broker" / "20261123T145216.364"
@@ -78,3 +79,125 @@ def test_analyze_incremental(tmp_path: Path, capsys, spark) -> None:  # noqa: AN
     assert main(["analyze", str(store)]) == 0
     assert "ingested 0 new run(s)" in capsys.readouterr().out
     assert not list(out.glob("_staging-*"))
+
+
+QUEUE_RUN = ROOT / "tests" / "data" / "store" / "isolate-broker" / "20261123T193419.839"
+
+
+def repeat_copy(store: Path) -> Path:
+    """The isolate run as if repeated with another seed and caught by the liveness checker: the same
+    seed-less configuration as the stored run with the other verdict (a flaky configuration)."""
+    d = store / "isolate-broker" / "20261123T160000.000"
+    shutil.copytree(STORED_RUN, d)
+    run = json.loads((d / "run.json").read_text())
+    run.update(run_id="isolate-broker-20261123T160000.000", seed=1)
+    (d / "run.json").write_text(json.dumps(run))
+    res = json.loads((d / "results.json").read_text())
+    res["valid"] = False
+    res["checkers"]["registration_liveness"]["valid"] = False
+    (d / "results.json").write_text(json.dumps(res))
+    return d
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def plain(v: object) -> str:
+    return "" if v is None else str(v)
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory, spark) -> tuple[Path, str]:  # noqa: ANN001
+    """One `harness analyze --out` over the isolate run, its flaky repeat and the queue run: (out, stdout)."""
+    import contextlib
+    import io
+
+    tmp = tmp_path_factory.mktemp("analysed")
+    store, out = tmp / "store", tmp / "analysis"
+    for run in (STORED_RUN, QUEUE_RUN):
+        shutil.copytree(run, store / "isolate-broker" / run.name)
+    repeat_copy(store)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["analyze", str(store), "--out", str(out)]) == 0
+    return out, printed.getvalue()
+
+
+@pytest.mark.integration
+def test_analyze_tables_page_and_parquet(analysed, spark) -> None:  # noqa: ANN001
+    from html.parser import HTMLParser
+
+    from harness.analysis.pairing import latency_table, op_latencies, recoveries, recovery_table
+    from harness.analysis.runs import pairing_events
+
+    out, printed = analysed
+    for title in ("time from heal to re-registration", "client operation latency", "flaky configurations"):
+        assert title in printed
+
+    # heal → re-registration: the isolate stop pairs with broker 2's registration 108.5 ms later (in
+    # both copies of the isolate run); the queue run's kill stops pair with nothing (the restarted
+    # broker's registration failed: NODEEXISTS under the old session), nor do the final heals.
+    heal = {r["fault"]: r for r in csv_rows(out / "heal_to_registration.csv")}
+    assert {k: (r["heals"], r["paired"], r["unpaired"]) for k, r in heal.items()} == {
+        "heal": ("3", "0", "3"), "isolate": ("2", "2", "0"), "kill": ("2", "0", "2")}
+    assert float(heal["isolate"]["p50_ms"]) == pytest.approx(108.545, abs=0.01)
+    assert heal["kill"]["p50_ms"] == ""
+
+    # client latency: only the queue run has a workload; Spark's table equals the plain pairing's
+    lat = csv_rows(out / "op_latency.csv")
+    assert {(r["workload"], r["op"]) for r in lat} == {("queue", op) for op in ("create_topic", "final_read", "poll", "send")}
+    expected = latency_table(("queue", o) for o in op_latencies(pairing_events(QUEUE_RUN)))
+    assert [(r["op"], r["ops"], r["ok"], r["open"]) for r in lat] == [(e.op, str(e.ops), str(e.ok), str(e.open)) for e in expected]
+    for r, e in zip(lat, expected, strict=True):
+        assert [float(r[k]) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")] == pytest.approx(
+            [e.p50_ms, e.p90_ms, e.p99_ms, e.max_ms])
+    plain_heal = recovery_table([x for d in (STORED_RUN, QUEUE_RUN, STORED_RUN) for x in recoveries(pairing_events(d))])
+    assert [(r.fault, str(r.heals), str(r.paired)) for r in plain_heal] == [(k, r["heals"], r["paired"]) for k, r in heal.items()]
+
+    # flaky: the isolate configuration (seed aside) was valid once and invalid once
+    (fl,) = csv_rows(out / "flaky.csv")
+    assert (fl["test"], fl["toggles"], fl["faults"], fl["workload"], fl["runs"], fl["valid"], fl["invalid"]) == (
+        "isolate-broker", "default", "isolate", "none", "2", "1", "1")
+    assert fl["run_ids"] == "isolate-broker-20261123T145216.364 isolate-broker-20261123T160000.000"
+
+    # every table also as Parquet, with the CSV's rows
+    for name in ("anomaly_rate", "heal_to_registration", "op_latency", "flaky"):
+        pq = spark.read.parquet(str(out / f"{name}.parquet"))
+        assert pq.count() == len(csv_rows(out / f"{name}.csv")), name
+    assert spark.read.parquet(str(out / "op_latency.parquet")).filter("op = 'send'").first()["ops"] == 12
+
+    # the page: one section per table, each with its plotly div; plotly.js inline, nothing fetched
+    class Page(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sections: list[str] = []
+            self.plots: list[str] = []
+            self.external: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            a = dict(attrs)
+            if tag == "section":
+                self.sections.append(plain(a.get("id")))
+            if tag == "div" and plain(a.get("id")).startswith("plot-"):
+                self.plots.append(plain(a.get("id")))
+            if a.get("src") or (tag == "link" and plain(a.get("href")).startswith("http")):
+                self.external.append(f"{tag} {a}")
+
+    text = (out / "analysis.html").read_text()
+    p = Page()
+    p.feed(text)
+    assert p.sections == ["anomaly_rate", "heal_to_registration", "op_latency", "flaky"]
+    assert p.plots == [f"plot-{s}" for s in p.sections]
+    assert p.external == [] and "Plotly.newPlot" in text and "plotly.js" in text.lower()
+
+
+@pytest.mark.integration
+def test_analysis_page_in_chromium(analysed, browser, tmp_path: Path) -> None:  # noqa: ANN001, F811 - the imported fixture
+    """analysis.html opened from disk in headless Chromium: no console error, every plot drawn with points."""
+    out, _ = analysed
+    assert _open(browser, (out / "analysis.html").as_uri()) == []
+    _check_plots(browser, {f"plot-{n}" for n in ("anomaly_rate", "heal_to_registration", "op_latency", "flaky")})
+    assert "time from heal to re-registration" in browser.find_element("tag name", "body").text
+    _screenshot(browser, tmp_path / "analysis.png", REVIEW / "zkfence-analysis.png")

@@ -73,3 +73,14 @@ def test_ship_zip_is_stable_and_complete(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(a).namelist())
     assert {"checkers/__init__.py", "checkers/zxid.py", "history/events.py", "harness/errors.py"} <= names
     assert not any("__pycache__" in n for n in names)
+
+
+def test_candidates_include_campaign_runs(tmp_path: Path) -> None:
+    d = make_run(tmp_path)
+    cdir = tmp_path / "campaigns" / "nightly" / "20261123T100000.000"
+    c1 = make_run(cdir / "runs", "20261123T100001.000")
+    c2 = make_run(cdir / "runs", "20261123T100101.000")
+    (cdir / "runs" / "t" / "latest").symlink_to(c2.name)
+    (cdir / "campaign.json").write_text("{}")
+    assert list(candidate_dirs(tmp_path)) == [c1, c2, d]
+    assert rows_for_run(c1)[0].test == "t"

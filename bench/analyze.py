@@ -1,0 +1,154 @@
+"""`harness analyze` over many stored runs on Spark vs the same aggregation in one plain Python process.
+
+    python bench/analyze.py                 # 1,000 runs, local[2]
+    python bench/analyze.py --runs 200 --master 'local[*]' --keep DIR
+
+Generates N run directories from the real stored runs in ``tests/data/store/`` (each copy gets its
+own timestamp, run id and seed, one of a few toggle sets, a verdict flipped now and then, and its
+history's times shifted and stretched by a random factor so the percentiles vary), then times, each
+in a fresh process:
+
+* ``harness analyze STORE --out OUT --spark-master MASTER`` on an empty dataset (ingest + the four
+  tables, CSV + Parquet + analysis.html), and a second call (nothing new: tables only);
+* the plain baseline: the same run reading (``harness.analysis.runs``) and the same pairing,
+  percentiles and grouping (``harness.analysis.pairing``) in one Python process, writing the same
+  CSVs and page (no Parquet: the plain process has no Parquet writer).
+
+Prints the times and the ratios; the issue's target is Spark ≤ 0.6× plain. Timings are measured,
+never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SOURCES = sorted((ROOT / "tests" / "data" / "store").glob("*/2*"))
+TOGGLE_SETS = ({}, {"reregister_on_expiry": False}, {"registration": "pre_2_2"}, {"broker_epoch_check": "off"})
+
+
+def generate(store: Path, n: int, seed: int = 13) -> None:
+    rng = random.Random(seed)
+    for i in range(n):
+        src = SOURCES[i % len(SOURCES)]
+        run = json.loads((src / "run.json").read_text())
+        res = json.loads((src / "results.json").read_text())
+        day = 1 + i % 7
+        stamp = f"202611{day:02d}T{i // 3600 % 24:02d}{i // 60 % 60:02d}{i % 60:02d}.{i % 1000:03d}"
+        test = str(run.get("test"))
+        run.update(run_id=f"{test}-{stamp}", seed=rng.randrange(1 << 31), toggles=rng.choice(TOGGLE_SETS))
+        if rng.random() < 0.15:  # a verdict that differs across seeds
+            res["valid"] = False
+            name = rng.choice(sorted(res.get("checkers") or {"registration_liveness": {}}))
+            res.setdefault("checkers", {}).setdefault(name, {})["valid"] = False
+            res["anomalies"] = [{"checker": name, "event_ids": []}]
+        d = store / test / stamp
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps(run))
+        (d / "results.json").write_text(json.dumps(res))
+        (d / "history.jsonl").write_text(_perturbed(src / "history.jsonl", run["run_id"], rng))
+
+
+def _perturbed(history: Path, run_id: str, rng: random.Random) -> str:
+    lines = [json.loads(ln) for ln in history.read_text().splitlines() if ln.strip()]
+    t0 = min(e["t_wall"] for e in lines)
+    shift, stretch = rng.uniform(-86400, 86400), rng.uniform(0.7, 1.5)
+    out = []
+    for e in lines:
+        e["run"] = run_id
+        e["t_wall"] = t0 + shift + (e["t_wall"] - t0) * stretch
+        if isinstance(e.get("t_mono"), int):
+            e["t_mono"] = int(e["t_mono"] * stretch)
+        out.append(json.dumps(e, separators=(",", ":")))
+    return "\n".join(out) + "\n"
+
+
+def plain(store: Path, out: Path) -> int:
+    """The four tables in one Python process, from the run directories; returns the runs read."""
+    from harness.analysis import pairing as P
+    from harness.analysis.page import write_page
+    from harness.analysis.runs import BadRun, candidate_dirs, pairing_events, rows_for_run
+    from harness.analysis.tables import Table, write_csv
+
+    checks, recs, ops = [], [], []
+    for d in candidate_dirs(store):
+        try:
+            rows = rows_for_run(d)
+        except BadRun:
+            continue
+        checks += rows
+        evs = pairing_events(d)
+        recs += P.recoveries(evs)
+        ops += [(rows[0].workload, o) for o in P.op_latencies(evs)] if rows[0].workload != "none" else []
+    runs = {r.run_dir: r for r in checks}
+    tables = [
+        Table("anomaly_rate", "anomaly rate", P.anomaly_rates((r.run_dir, r.checker, r.toggles, r.faults, r.valid)
+                                                             for r in checks), P.Rate),
+        Table("heal_to_registration", "heal to re-registration", P.recovery_table(recs), P.RecoveryRow),
+        Table("op_latency", "client latency", P.latency_table(ops), P.LatencyRow),
+        Table("flaky", "flaky", P.flaky(P.RunVerdict(r.run_id, r.test, r.toggles, r.faults, r.workload, r.zk_version,
+                                                     r.run_valid) for r in runs.values()), P.Flaky),
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+    for t in tables:
+        write_csv(t, out / f"{t.name}.csv")
+    write_page(tables, f"{len(runs)} runs (plain Python)", out / "analysis.html")
+    return len(runs)
+
+
+def timed(cmd: list[str]) -> tuple[float, str]:
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr[-2000:]}")
+    return wall, p.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/analyze.py", description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=1000, help="stored runs to generate (default 1000)")
+    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (default: a temporary dir, removed)")
+    p.add_argument("--plain-only", nargs=2, metavar=("STORE", "OUT"), help=argparse.SUPPRESS)  # the baseline's own process
+    args = p.parse_args(argv)
+    if args.plain_only:
+        print(plain(Path(args.plain_only[0]), Path(args.plain_only[1])))
+        return 0
+    base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zkfence-bench-analyze-"))
+    try:
+        store = base / "store"
+        if store.exists():
+            shutil.rmtree(store)
+        t0 = time.monotonic()
+        generate(store, args.runs)
+        print(f"generated {args.runs} runs from {len(SOURCES)} stored ones in {time.monotonic() - t0:.1f}s: {store}")
+        harness = [sys.executable, "-m", "harness.cli", "analyze", str(store), "--spark-master", args.master]
+        first, _ = timed([*harness, "--out", str(base / "spark")])
+        second, _ = timed([*harness, "--out", str(base / "spark")])
+        base_s, text = timed([sys.executable, str(Path(__file__).resolve()), "--plain-only", str(store), str(base / "plain")])
+        same = all((base / "spark" / f"{n}.csv").read_text() == (base / "plain" / f"{n}.csv").read_text()
+                   for n in ("anomaly_rate", "heal_to_registration", "op_latency", "flaky"))
+        print(f"harness analyze {args.master}, empty dataset (ingest + tables): {first:7.1f}s  ratio to plain {first / base_s:5.2f}x")
+        print(f"harness analyze {args.master}, second call (tables only):       {second:7.1f}s  ratio to plain {second / base_s:5.2f}x")
+        print(f"plain Python, one process ({text.strip()} runs):                   {base_s:7.1f}s")
+        print(f"target: Spark <= 0.6x plain; the four CSVs identical between the two: {same}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,142 @@
+"""Pure logic of the cross-run tables on plain rows: heal ↔ registration pairing, invoke ↔
+completion pairing, percentiles, flaky grouping."""
+
+from __future__ import annotations
+
+import math
+
+from harness.analysis.pairing import (
+    Ev,
+    OpLatency,
+    Recovery,
+    RunVerdict,
+    anomaly_rates,
+    flaky,
+    latency_table,
+    op_latencies,
+    percentile,
+    recoveries,
+    recovery_table,
+    summarize,
+)
+
+
+def nem(seq: int, t: float, f: str, phase: str = "stop", stage: str = "complete", **kw) -> Ev:  # noqa: ANN003
+    return Ev("nemesis", seq, "info", f, t, stage=stage, phase=phase, **kw)
+
+
+def reg(broker: int, seq: int, t: float, type_: str = "ok") -> Ev:
+    return Ev(f"agent:{broker}", seq, type_, "register", t)
+
+
+START = Ev("harness", 1, "event", "run_start", 10.0)
+
+
+def test_heal_pairs_with_first_registration_before_next_heal() -> None:
+    evs = [
+        nem(1, 1.0, "heal", reason="setup"), reg(1, 1, 2.0),  # setup heal and first registration: before run_start
+        START,
+        nem(2, 12.0, "isolate", phase="start"), nem(3, 20.0, "isolate", stage="invoke"),
+        nem(4, 20.5, "isolate"),  # the heal: stop complete
+        reg(2, 5, 20.0, "invoke"), reg(2, 6, 21.0), reg(3, 7, 21.5),  # first ok after it: 21.0
+        nem(5, 30.0, "bounce", phase="start", instant=True), reg(1, 9, 30.25),
+        nem(6, 40.0, "kill"),  # killed broker never came back before the final heal
+        nem(7, 50.0, "heal", reason="final"), reg(3, 9, 50.1),
+        nem(8, 60.0, "heal", reason="teardown"), reg(1, 10, 61.0),
+    ]
+    got = recoveries(reversed(evs))  # input order does not matter: t_wall does
+    assert got == [Recovery("isolate", "nemesis/4", 500.0), Recovery("bounce", "nemesis/5", 250.0),
+                   Recovery("kill", "nemesis/6", None), Recovery("heal", "nemesis/7", got[3].ms)]
+    assert math.isclose(got[3].ms, 100.0)
+
+
+def test_registration_at_the_heal_instant_counts_and_without_run_start_all_heals_count() -> None:
+    assert recoveries([nem(1, 5.0, "pause"), reg(1, 1, 5.0)]) == [Recovery("pause", "nemesis/1", 0.0)]
+    assert recoveries([reg(1, 1, 4.0), nem(1, 5.0, "pause")]) == [Recovery("pause", "nemesis/1", None)]
+
+
+def test_recovery_table_percentiles_per_fault() -> None:
+    recs = [Recovery("kill", f"nemesis/{i}", float(ms)) for i, ms in enumerate([100, 200, 300, 400])]
+    recs += [Recovery("kill", "nemesis/9", None), Recovery("isolate", "nemesis/10", 50.0)]
+    isolate, kill = recovery_table(recs)
+    assert (kill.fault, kill.heals, kill.paired, kill.unpaired) == ("kill", 5, 4, 1)
+    assert (kill.p50_ms, kill.max_ms) == (250.0, 400.0)
+    assert math.isclose(kill.p90_ms, 370.0) and math.isclose(kill.p99_ms, 397.0)
+    assert (isolate.heals, isolate.p50_ms, isolate.p99_ms) == (1, 50.0, 50.0)
+
+
+def op(src: str, seq: int, type_: str, f: str, t: float, process: str, mono: int | None = None) -> Ev:
+    return Ev(src, seq, type_, f, t, t_mono=mono, process=process)
+
+
+def test_ops_pair_per_source_process_and_f() -> None:
+    evs = [
+        op("client", 1, "invoke", "send", 1.0, "0", 1_000_000), op("client", 2, "invoke", "send", 1.0, "1"),
+        op("client", 3, "invoke", "poll", 1.1, "0"),  # same process, other f: its own pairing
+        op("client", 4, "ok", "send", 1.2, "0", 21_000_000),  # t_mono: 20 ms
+        op("client", 5, "info", "send", 1.5, "1"),  # t_wall only: 500 ms
+        op("client", 6, "fail", "poll", 1.15, "0"),
+        op("client", 7, "invoke", "final_read", 2.0, "final"),  # never completes
+        op("queue", 1, "invoke", "send", 1.0, "0"), op("queue", 2, "ok", "send", 1.01, "0"),  # own writer
+        op("agent:1", 3, "invoke", "register", 1.0, "1"), op("agent:1", 4, "ok", "register", 1.1, "1"),
+        op("client", 8, "ok", "poll", 3.0, "7"),  # completion without invoke: ignored
+    ]
+    got = sorted(op_latencies(evs), key=lambda o: (o.op, o.outcome, o.ms or 0))
+    rounded = [(o.op, o.outcome, None if o.ms is None else round(o.ms, 3)) for o in got]
+    assert rounded == [("final_read", "open", None), ("poll", "fail", 50.0),
+                       ("send", "info", 500.0), ("send", "ok", 10.0), ("send", "ok", 20.0)]
+
+
+def test_latency_table_skips_runs_without_workload() -> None:
+    ops = [("queue", OpLatency("send", "ok", 10.0)), ("queue", OpLatency("send", "info", 30.0)),
+           ("queue", OpLatency("send", "open", None)), ("none", OpLatency("send", "ok", 999.0))]
+    (row,) = latency_table(ops)
+    assert (row.workload, row.op, row.ops, row.ok, row.info, row.open) == ("queue", "send", 3, 1, 1, 1)
+    assert (row.p50_ms, row.max_ms) == (20.0, 30.0)
+
+
+def test_percentile_matches_linear_interpolation() -> None:
+    assert percentile([1.0], 0.99) == 1.0
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.5) == 3.0
+    assert math.isclose(percentile([0.0, 10.0], 0.9), 9.0)
+    assert math.isnan(percentile([], 0.5))
+    s = summarize([None, None])
+    assert (s.count, s.untimed, s.p50, s.max) == (0, 2, None, None)
+
+
+def verdict(run_id: str, valid: str, toggles: str = "default", zk: str = "3.8.0") -> RunVerdict:
+    return RunVerdict(run_id, "isolate-broker", toggles, "isolate", "none", zk, valid)
+
+
+def test_flaky_groups_everything_but_the_seed() -> None:
+    runs = [verdict("r1", "valid"), verdict("r2", "invalid"), verdict("r3", "valid"),
+            verdict("r4", "valid", zk="3.9.2"), verdict("r5", "unknown", zk="3.9.2"),
+            verdict("r6", "valid", toggles="registration=pre_2_2"), verdict("r7", "valid", toggles="registration=pre_2_2")]
+    a, b = flaky(runs)
+    assert (a.zk_version, a.runs, a.valid, a.invalid, a.unknown, a.run_ids) == ("3.8.0", 3, 2, 1, 0, "r1 r2 r3")
+    assert (b.zk_version, b.runs, b.valid, b.unknown, b.run_ids) == ("3.9.2", 2, 1, 1, "r4 r5")
+    assert flaky([verdict("x", "invalid"), verdict("y", "invalid")]) == []
+
+
+def test_anomaly_rates_count_each_run_once() -> None:
+    rows = [("d1", "liveness", "default", "isolate", "invalid"), ("d1", "liveness", "default", "isolate", "invalid"),
+            ("d2", "liveness", "default", "isolate", "valid"), ("d3", "epochs", "default", "isolate", "unknown")]
+    liveness, epochs = anomaly_rates(rows)
+    assert (liveness.runs, liveness.invalid, liveness.rate) == (2, 1, 0.5)
+    assert (epochs.runs, epochs.unknown, epochs.rate) == (1, 1, 0.0)
+
+
+def test_zk_version_from_settings_or_the_jar(tmp_path) -> None:  # noqa: ANN001
+    import zipfile
+
+    from harness.components.zookeeper import ZkSettings
+    from harness.zkversion import zk_version
+
+    jar = tmp_path / "zookeeper-3.8.4.jar"
+    with zipfile.ZipFile(jar, "w") as z:
+        z.writestr("META-INF/maven/org.apache.zookeeper/zookeeper/pom.properties", "groupId=x\nversion=3.8.4\n")
+    other = tmp_path / "slf4j.jar"
+    other.write_bytes(b"")
+    assert zk_version(ZkSettings(classpath=f"{other}:{jar}")) == "3.8.4"
+    assert zk_version(ZkSettings(classpath=f"{tmp_path}/zookeeper.jar")) is None  # not readable here
+    assert zk_version(ZkSettings(source="maven", version="3.9.2", classpath="")) == "3.9.2"
