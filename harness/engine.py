@@ -105,8 +105,12 @@ class Engine:
     the same shape (``TestSpec.cluster_shape``); ``close()`` (or the ``with`` block) tears it down."""
 
     def __init__(self, inventory: Inventory, store: str | Path | None = None, console: Console | None = None,
-                 spark_master: str | None = None, keep_warm: bool = False, effects: Effects | None = None) -> None:
+                 spark_master: str | None = None, keep_warm: bool = False, effects: Effects | None = None,
+                 on_faults: Callable[[list[str]], None] | None = None) -> None:
         self.inv = inventory
+        # Told the active faults ("partition n1,n2") whenever the set changes during a run's play, so a
+        # campaign can show the current fault without a second copy of the schedule's clock.
+        self.on_faults = on_faults
         self.store = Path(store) if store else REPO_ROOT / "store"
         self.console = console or Console()
         self.spark_master = spark_master
@@ -378,6 +382,7 @@ class Engine:
         """The schedule's steps at their times (steps past the limit still run) while clients run."""
         spec = ctx.spec
         pending = spec.schedule.sorted_steps() if spec.schedule is not None else []
+        told: list[str] | None = None
         with self.console.status("run") as status:
             while True:
                 elapsed = time.monotonic() - ctx.t0
@@ -388,7 +393,11 @@ class Engine:
                              f"{','.join(step.op.targets)}{'' if ok else ' [red](failed, recorded as info)[/]'}")
                 if elapsed >= spec.time_limit and not pending:
                     break
-                active = ", ".join(f"{a.f} {','.join(a.targets)}" for a in ctx.runner.active) or "none"
+                faults = [f"{a.f} {','.join(a.targets)}" for a in ctx.runner.active]
+                if self.on_faults is not None and faults != told:
+                    told = faults
+                    self.on_faults(faults)
+                active = ", ".join(faults) or "none"
                 counts = workload.summary()
                 line = f"run {elapsed:5.1f}/{spec.time_limit:.0f}s · active faults: {active}"
                 if sum(counts.values()):
