@@ -3,7 +3,8 @@ cluster; an index page, JUnit XML and resumption.
 
 ``store/campaigns/<name>/<time>/`` holds ``campaign.json`` (the plan and every finished run, rewritten
 after each), ``index.html`` (the runs coloured by verdict, linking each run's report), ``junit.xml``
-(a testsuite per run, a testcase per checker) and ``runs/`` (the run directories). Started again on
+(one testcase per run: its configuration as the name, faults, toggles, workload, seed and run dir as
+properties, the anomaly summary as the failure) and ``runs/`` (the run directories). Started again on
 the same plan, a campaign that did not finish continues in its directory and skips the runs it has.
 Exit: 0 every run valid, 1 any invalid, 2 any unknown (or no run done) and none invalid, 254 bad
 campaign file.
@@ -12,6 +13,7 @@ campaign file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -88,10 +90,11 @@ def run(args: argparse.Namespace) -> int:
 
 def run_campaign(campaign: Campaign, inv: Any, store: Path, console: Console, spark_master: str | None = None,
                  budget: float | None = None, new: bool = False, stop_at_invalid: bool = False,
-                 max_runs: int | None = None) -> tuple[Path, dict[str, Any]]:
+                 max_runs: int | None = None, engine: Any = None) -> tuple[Path, dict[str, Any]]:
     """Run (or resume) a campaign under ``store/campaigns/``; returns its directory and final state.
     ``stop_at_invalid`` ends it after its first invalid run and ``max_runs`` after that many runs
-    (``bench/mutation.py``); either way the state records why in ``stopped``."""
+    (``bench/mutation.py``); either way the state records why in ``stopped``. ``engine``: a warm
+    engine (``keep_warm``) to run on, left open for the next campaign; by default one of its own."""
     from harness.engine import Engine, sigterm_as_interrupt
 
     planned = plan_specs(campaign, inv)
@@ -128,8 +131,12 @@ def run_campaign(campaign: Campaign, inv: Any, store: Path, console: Console, sp
                                            faults), highlight=False)
 
     # SIGTERM between runs unwinds like Ctrl-C too, so the warm cluster is torn down.
-    with sigterm_as_interrupt(), Engine(inv, cdir / "runs", console, spark_master, keep_warm=True,
-                                        on_faults=on_faults) as engine:
+    if engine is None:
+        owned = Engine(inv, cdir / "runs", console, spark_master, keep_warm=True, on_faults=on_faults)
+    else:
+        owned = contextlib.nullcontext(engine)
+        engine.store, engine.console, engine.on_faults = cdir / "runs", console, on_faults
+    with sigterm_as_interrupt(), owned as engine:
         for n, (p, spec) in enumerate(todo, 1):
             if budget is not None and time.monotonic() - t0 >= budget:
                 skipped = [q.key for q, _ in todo[n - 1:]]
@@ -233,19 +240,21 @@ def fired_checkers(results: dict[str, Any]) -> list[str]:
 def write_outputs(cdir: Path, state: dict[str, Any]) -> None:
     """campaign.json, index.html and junit.xml from the state so far (after every run, so a killed
     campaign still has them)."""
-    from checkers.junit import suite_for, write_junit
+    from checkers.junit import case_for, case_name, write_junit
     from harness.report.campaign import campaign_index
 
     write_json(cdir / STATE, state)
     (cdir / "index.html").write_text(campaign_index(state), encoding="utf-8")
-    suites = []
+    cases = []
     for rec in state["runs"].values():
         try:
             results = json.loads((cdir / rec["run_dir"] / "results.json").read_text())
         except (OSError, json.JSONDecodeError):
             results = {"valid": "unknown", "anomalies": []}
         if rec.get("error"):
-            results = {**results, "valid": "unknown"}
-        props = {k: rec[k] for k in ("faults", "toggles", "workload", "seed", "repeat", "run_dir")}
-        suites.append(suite_for(f"{state['name']}/{rec['key']}", results, props, rec["wall_s"]))
-    write_junit(cdir / "junit.xml", suites, name=f"campaign {state['name']}")
+            results = {**results, "valid": "unknown", "error": rec["error"]}
+        props = {"test": f"{state['name']}-{rec['key']}",
+                 **{k: rec[k] for k in ("faults", "toggles", "workload", "seed", "repeat", "run_dir")}}
+        cases.append(case_for(case_name(props, rec["key"]), results, props, rec["wall_s"],
+                              classname=f"campaign.{state['name']}"))
+    write_junit(cdir / "junit.xml", cases, name=f"campaign {state['name']}")
