@@ -198,7 +198,9 @@ def note_interrupted(cdir: Path, state: dict[str, Any]) -> list[dict[str, Any]]:
     owned = {r["run_dir"] for r in state["runs"].values()} | {r["run_dir"] for r in state.get("interrupted", [])}
     keys = {f"{state['name']}-{p['key']}": p for p in state.get("plan", [])}
     found = []
-    for run_dir in sorted(d for d in (cdir / "runs").glob("*/*") if d.is_dir() and not d.is_symlink()):
+    # runs/latest and runs/<test>/latest are the store's symlinks to run directories, not runs
+    tests = [t for t in (cdir / "runs").glob("*") if t.is_dir() and not t.is_symlink()]
+    for run_dir in sorted(d for t in tests for d in t.iterdir() if d.is_dir() and not d.is_symlink()):
         rel = run_dir.relative_to(cdir).as_posix()
         if rel in owned:
             continue

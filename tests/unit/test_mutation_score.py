@@ -72,6 +72,7 @@ def test_a_killed_runs_partial_directory_is_listed_as_interrupted_once(tmp_path)
     sigkilled = cdir / "runs" / "c-001" / "20261123T2"  # killed too hard to check its partial history
     sigkilled.mkdir()
     (cdir / "runs" / "c-001" / "latest").symlink_to("20261123T2")
+    (cdir / "runs" / "latest").symlink_to("c-001/20261123T2")  # the store's own links are not runs
     found = note_interrupted(cdir, state)
     assert [(r["key"], r["run_dir"], r["valid"], r["reason"]) for r in found] == [
         ("001", "runs/c-001/20261123T1", "unknown", "interrupted during play"),
