@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     base = load_campaign(args.campaign)
     inv = load_inventory(base.inventory)
     live = Console(quiet=not args.verbose, highlight=False)
-    out = Console(highlight=False)
+    out = Console(highlight=False, width=None if sys.stdout.isatty() else 220)  # a log keeps the table's columns
     store = Path(args.store)
     out.print(f"campaign {base.path}: {len(base.plan())} runs per agent, faults {', '.join(base.faults)}, "
               f"workloads {', '.join(base.workloads)}; fixed agent {FIXED}")
