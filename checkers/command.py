@@ -155,10 +155,13 @@ def run(args: argparse.Namespace) -> int:
         if args.write and store is not None:
             (store / RESULTS_FILE).write_text(json.dumps(row, indent=2, default=str) + "\n", encoding="utf-8")
     if args.junit:
-        from checkers.junit import run_properties, suite_for, write_junit
+        from checkers.junit import case_for, case_name, run_properties, write_junit
 
-        write_junit(args.junit, [suite_for(row["path"], row, run_properties(store))
-                                 for row, (_, store) in zip(rows, resolved, strict=True)], name="harness check")
+        cases = []
+        for row, (_, store) in zip(rows, resolved, strict=True):
+            props = run_properties(store)
+            cases.append(case_for(case_name(props, row["path"]), row, props or {"path": row["path"]}))
+        write_junit(args.junit, cases, name="harness check")
     if args.json:
         for row in rows:
             print(json.dumps(row, default=str))

@@ -93,10 +93,12 @@ class Campaign:
     zkproxy: bool = False
 
     def plan(self) -> tuple[PlannedRun, ...]:
-        """Every run, in a fixed order: faults, then toggles, workloads, seeds, repeats."""
+        """Every run, in a fixed order: the whole matrix (toggles × workloads × faults) for the first
+        seed, then for the next, then each repeat — so a budget that runs out cuts seeds and repeats,
+        never a whole fault set or toggle set."""
         out = []
-        combos = itertools.product(self.faults, self.toggles, self.workloads, self.seeds, range(self.repeats))
-        for i, (f, t, w, s, r) in enumerate(combos):
+        combos = itertools.product(range(self.repeats), self.seeds, self.toggles, self.workloads, self.faults)
+        for i, (r, s, t, w, f) in enumerate(combos):
             out.append(PlannedRun(f"{i:03d}", f, dict(t), w, s, r))
         return tuple(out)
 

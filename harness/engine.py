@@ -107,8 +107,12 @@ class Engine:
     the same shape (``TestSpec.cluster_shape``); ``close()`` (or the ``with`` block) tears it down."""
 
     def __init__(self, inventory: Inventory, store: str | Path | None = None, console: Console | None = None,
-                 spark_master: str | None = None, keep_warm: bool = False, effects: Effects | None = None) -> None:
+                 spark_master: str | None = None, keep_warm: bool = False, effects: Effects | None = None,
+                 on_faults: Callable[[list[str]], None] | None = None) -> None:
         self.inv = inventory
+        # Told the active faults ("partition n1,n2") whenever the set changes during a run's play, so a
+        # campaign can show the current fault without a second copy of the schedule's clock.
+        self.on_faults = on_faults
         self.store = Path(store) if store else REPO_ROOT / "store"
         self.console = console or Console()
         self.spark_master = spark_master
@@ -382,6 +386,7 @@ class Engine:
         pending = spec.schedule.sorted_steps() if spec.schedule is not None else []
         rate = OpsRate()
         rate.add(0.0, 0)  # the clients start with the play: the first line's rate counts from there
+        told: list[str] | None = None
         with LiveLine(self.console, time.monotonic).running("run") as status:
             while True:
                 elapsed = time.monotonic() - ctx.t0
@@ -392,10 +397,13 @@ class Engine:
                              f"{','.join(step.op.targets)}{'' if ok else ' [red](failed, recorded as info)[/]'}")
                 if elapsed >= spec.time_limit and not pending:
                     break
+                faults = [f"{a.f} {','.join(a.targets)}" for a in ctx.runner.active]
+                if self.on_faults is not None and faults != told:
+                    told = faults
+                    self.on_faults(faults)
                 counts = workload.summary()
-                status.update(progress_line(elapsed, spec.time_limit,
-                                            [f"{a.f} {','.join(a.targets)}" for a in ctx.runner.active],
-                                            counts, rate.add(elapsed, sum(counts.values()))))
+                status.update(progress_line(elapsed, spec.time_limit, faults, counts,
+                                            rate.add(elapsed, sum(counts.values()))))
                 time.sleep(0.1)
 
 

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"client workload ({', '.join(WORKLOADS)}; default none)")
     add_workload_args(p)
     p.add_argument("--test", default=None, help="test name used in the store path")
-    p.add_argument("--junit", metavar="FILE", help="also write the verdict as JUnit XML (a testcase per checker)")
+    p.add_argument("--junit", metavar="FILE", help="also write the verdict as JUnit XML (one testcase: the run)")
     p.set_defaults(func=run)
 
 
@@ -174,10 +174,11 @@ def run(args: argparse.Namespace) -> int:
     console.print("  phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in outcome.phases.items())
                   + f"; total {outcome.wall_s:.1f}s", highlight=False)
     if args.junit:
-        from checkers.junit import run_properties, suite_for, write_junit
+        from checkers.junit import case_for, case_name, run_properties, write_junit
 
-        write_junit(args.junit, [suite_for(str(outcome.run_dir), outcome.results, run_properties(outcome.run_dir))],
-                    name="harness run")
+        props = run_properties(outcome.run_dir)
+        write_junit(args.junit, [case_for(case_name(props, str(outcome.run_dir)), outcome.results, props,
+                                          outcome.wall_s)], name="harness run")
         console.print(f"junit: {args.junit}")
     if outcome.error is not None:
         console.print(f"[bold red]the run did not complete:[/] {outcome.error}", highlight=False)

@@ -25,10 +25,28 @@ def campaign_index(state: dict[str, Any]) -> str:
     head = (f"<h1>campaign {html.escape(state.get('name', '?'))}</h1>"
             f"<p>{len(runs)}/{len(plan)} runs done ({status}) · {counts['valid']} valid · {counts['invalid']} invalid · "
             f"{counts['unknown']} unknown" + (f" · {len(skipped)} not started (budget)" if skipped else "")
+            + (f" · {len(state['interrupted'])} interrupted" if state.get("interrupted") else "")
             + f" · file <code>{html.escape(str(state.get('file', '')))}</code> · "
               "<a href=\"junit.xml\">junit.xml</a> · <a href=\"campaign.json\">campaign.json</a></p>")
-    return render.page(f"zkfence campaign {state.get('name', '')}", head + _matrix(runs) + _table(plan, runs),
+    return render.page(f"zkfence campaign {state.get('name', '')}",
+                       head + _matrix(runs) + _table(plan, runs) + _interrupted(state.get("interrupted") or []),
                        plotly=False)
+
+
+def _interrupted(recs: list[dict[str, Any]]) -> str:
+    """Runs killed midway: their partial directories stay (the partial history and verdict are
+    evidence), the run itself was done again on resume."""
+    if not recs:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(str(r.get('key') or '?'))}</td><td>{html.escape(str(r.get('label', '')))}</td>"
+        f"<td>interrupted · partial {render.verdict_badge(r.get('valid', 'unknown'))}</td><td>{r.get('anomalies', 0)}</td>"
+        f"<td>{html.escape(str(r.get('reason', '')))}</td>"
+        f"<td><a href=\"{html.escape(r['run_dir'])}/\">{html.escape(r['run_dir'])}</a></td></tr>" for r in recs)
+    return ("<h2>Interrupted runs</h2><p class=\"note\">Killed midway; each was run again after the restart. "
+            "Its partial directory is kept for its evidence.</p><table id=\"interrupted\"><tr><th>run</th>"
+            "<th>faults · toggles · workload · seed</th><th>verdict</th><th>anomalies</th><th>why</th><th>directory</th>"
+            "</tr>" + rows + "</table>")
 
 
 def _cell(r: dict[str, Any]) -> str:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from checkers.project import CHECKER_NAMES
 from checkers.testing import EventLog
 from harness.cli import main
 
@@ -71,14 +71,16 @@ def test_store_dir_and_reference_share_one_session(tmp_path: Path, capsys, spark
     rc, rows, _ = run(capsys, "--json", "--write", "--junit", str(junit), str(store), str(tmp_path / "g.log"),
                       str(torn))
     assert rc == 1
-    suites = {s.get("name"): s for s in ET.parse(junit).getroot().findall("testsuite")}
-    assert list(suites) == [str(store), str(tmp_path / "g.log"), str(torn)]
-    fenced = {c.get("name"): c for c in suites[str(store)].findall("testcase")}
-    assert set(fenced) == set(CHECKER_NAMES)  # one testcase per checker of the run
-    (failure,) = fenced["controller_write_fencing"].findall("failure")
-    assert "agent:1/2" in failure.text and failure.get("message").startswith("[controller_write_fencing]")
-    assert {p.get("name"): p.get("value") for p in suites[str(store)].iter("property")}["seed"] == "11"
-    assert suites[str(tmp_path / "g.log")].get("failures") == "0"
+    (suite,) = ET.parse(junit).getroot().findall("testsuite")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}  # one testcase per checked path
+    assert list(cases) == ["t · controller_fencing=off · seed 11", str(tmp_path / "g.log"), str(torn)]
+    fenced = cases["t · controller_fencing=off · seed 11"]
+    (failure,) = fenced.findall("failure")
+    assert "agent:1/2" in failure.text and "[controller_write_fencing]" in failure.text
+    assert re.match(r"\d+ anomal(y|ies) from .*controller_write_fencing", failure.get("message"))
+    props = {p.get("name"): p.get("value") for p in fenced.iter("property")}
+    assert (props["seed"], props["run_dir"]) == ("11", str(store))
+    assert cases[str(tmp_path / "g.log")].find("failure") is None
     assert [r["valid"] for r in rows[1:2]] == [True]
     assert rows[0]["valid"] is False and rows[0]["path"] == str(store)
     assert any(a["checker"] == "controller_write_fencing" and a["event_ids"] == ["agent:1/2"] for a in rows[0]["anomalies"])

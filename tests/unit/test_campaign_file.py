@@ -30,7 +30,7 @@ def write(tmp_path: Path, text: str) -> Path:
     return p
 
 
-def test_the_matrix_is_faults_x_toggles_x_workloads_x_seeds_x_repeats(tmp_path):
+def test_the_matrix_is_faults_x_toggles_x_workloads_x_seeds_x_repeats_whole_matrix_per_seed_first(tmp_path):
     c = load_campaign(write(tmp_path, GOOD))
     plan = c.plan()
     assert len(plan) == 2 * 2 * 1 * 2 * 2 and [p.key for p in plan[:3]] == ["000", "001", "002"]
@@ -42,6 +42,10 @@ def test_the_matrix_is_faults_x_toggles_x_workloads_x_seeds_x_repeats(tmp_path):
                             "--test", "ci-015", "--faults", "partition,kill", "--interval", "5.0",
                             "--toggle", "reregister_on_expiry=false"]
     assert "--faults" not in plan[0].argv(c)  # isolate is `harness run`'s default
+    # the whole matrix for seed 5 first, faults innermost: a budget cuts seeds, never a fault set
+    assert [(p.faults, p.toggles, p.seed, p.repeat) for p in plan[:5]] == [
+        ("isolate", {}, 5, 0), ("partition,kill", {}, 5, 0), ("isolate", {"reregister_on_expiry": False}, 5, 0),
+        ("partition,kill", {"reregister_on_expiry": False}, 5, 0), ("isolate", {}, 6, 0)]
     assert c.plan_hash() == load_campaign(write(tmp_path, GOOD)).plan_hash()
     assert c.plan_hash() != load_campaign(write(tmp_path, GOOD.replace("[5, 6]", "[5, 7]"))).plan_hash()
 
@@ -50,7 +54,7 @@ def test_every_planned_run_becomes_a_spec_before_anything_starts(tmp_path):
     c = load_campaign(write(tmp_path, GOOD))
     specs = plan_specs(c, load_inventory(None))
     assert [s.name for _, s in specs][:2] == ["ci-000", "ci-001"]
-    assert specs[4][1].toggles == {"reregister_on_expiry": False} and (specs[0][1].seed, specs[2][1].seed) == (5, 6)
+    assert specs[2][1].toggles == {"reregister_on_expiry": False} and (specs[0][1].seed, specs[4][1].seed) == (5, 6)
     short = load_campaign(write(tmp_path, GOOD.replace("time_limit = 10", "time_limit = 2")))
     with pytest.raises(CampaignError, match=r"c\.toml: run 000 \(isolate .*--time-limit"):
         plan_specs(short, load_inventory(None))
