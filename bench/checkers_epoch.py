@@ -23,6 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sizes import parse_sizes  # noqa: E402  (bench/ is on sys.path: this script's directory)
+
 from checkers import events_df, plans  # noqa: E402
 from checkers.checker import columns, union  # noqa: E402
 from checkers.fencing import PLANS  # noqa: E402
@@ -113,7 +115,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="1000000,10000000")
     ap.add_argument("--out", default="/tmp/zkfence-bench")
     a = ap.parse_args()
-    sizes = [int(s) for s in a.sizes.split(",")]
+    sizes = parse_sizes(a.sizes)
     t0 = time.monotonic()
     spark = get_spark()
     spark.range(1).count()

@@ -28,6 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sizes import parse_sizes  # noqa: E402  (bench/ is on sys.path: this script's directory)
+
 from checkers import events_df, plans  # noqa: E402
 from checkers.checker import Events, columns, field_types, union  # noqa: E402
 from checkers.queue import QUEUE_PLANS, UNSEEN  # noqa: E402
@@ -96,11 +98,7 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=30)
     ap.add_argument("--out", default="/tmp/zkfence-bench-queue")
     a = ap.parse_args()
-    try:
-        sizes = [int(float(s)) for s in a.sizes.split(",")]
-    except ValueError:
-        print(f"--sizes: expected numbers like 1e6,1e7, got {a.sizes!r}", file=sys.stderr)
-        return 254
+    sizes = parse_sizes(a.sizes)
     t0 = time.monotonic()
     spark = get_spark()
     spark.range(1).count()

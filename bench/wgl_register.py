@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import porcupine_bin  # noqa: E402  (bench/ is on sys.path: this script's directory)
+from sizes import parse_sizes  # noqa: E402  (bench/ is on sys.path: this script's directory)
 
 from checkers import linearizability, models, parsers  # noqa: E402
 from checkers.ops import OPEN, UNKNOWN, Op  # noqa: E402
@@ -139,11 +140,7 @@ def main() -> int:
     ap.add_argument("--budget-seconds", type=float, default=600.0,
                     help="per-part CPU budget of ours and per-file timeout of Porcupine (default 600)")
     a = ap.parse_args()
-    try:
-        sizes = [int(float(s)) for s in a.sizes.split(",")]
-    except ValueError:
-        print(f"--sizes: expected numbers like 1e6, got {a.sizes!r}", file=sys.stderr)
-        return 254
+    sizes = parse_sizes(a.sizes)
     root = Path(a.out)
     shutil.rmtree(root, ignore_errors=True)
     (root / "porcupine" / "kv").mkdir(parents=True)
