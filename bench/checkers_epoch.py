@@ -24,11 +24,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sizes import parse_sizes  # noqa: E402  (bench/ is on sys.path: this script's directory)
+from spark_up import warm_spark  # noqa: E402
 
 from checkers import events_df, plans  # noqa: E402
 from checkers.checker import columns, union  # noqa: E402
 from checkers.fencing import PLANS  # noqa: E402
-from checkers.spark import get_spark  # noqa: E402
 
 BROKERS = 5
 PARTITIONS = 50
@@ -116,10 +116,7 @@ def main() -> int:
     ap.add_argument("--out", default="/tmp/zkfence-bench")
     a = ap.parse_args()
     sizes = parse_sizes(a.sizes)
-    t0 = time.monotonic()
-    spark = get_spark()
-    spark.range(1).count()
-    print(f"SparkSession up in {time.monotonic() - t0:.1f} s ({spark.sparkContext.master}); timings below exclude it")
+    spark = warm_spark()
     from pyspark.sql import functions as F
 
     needed = None

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import porcupine_bin  # noqa: E402  (bench/ is on sys.path: this script's directory)
 from sizes import parse_sizes  # noqa: E402  (bench/ is on sys.path: this script's directory)
+from spark_up import warm_spark  # noqa: E402
 
 from checkers import linearizability, models, parsers  # noqa: E402
 from checkers.ops import OPEN, UNKNOWN, Op  # noqa: E402
@@ -163,13 +164,7 @@ def main() -> int:
         shutil.rmtree(binary.parent, ignore_errors=True)
     print(f"Porcupine: {len(go)} files in {go_wall:.1f} s of process wall time (parsing included)", flush=True)
 
-    from checkers.spark import get_spark
-
-    t0 = time.monotonic()
-    spark = get_spark()
-    spark.range(1).count()
-    print(f"SparkSession up in {time.monotonic() - t0:.1f} s ({spark.sparkContext.master}, "
-          f"{spark.sparkContext.defaultParallelism} cores); timings below exclude it", flush=True)
+    spark = warm_spark()
     for name, expected in files:
         t0 = time.monotonic()
         ops = parsers.load(root / name)[1] if a.edn_parser else parse_fast(root / name)
