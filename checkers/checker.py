@@ -32,7 +32,7 @@ Reads = Mapping[str, tuple[str, ...]]  # event kind -> value fields read
 # What every row has, whatever a checker reads: ``hist`` is the history path as given, ``id`` the
 # ``<src>/<seq>`` anomalies cite, ``idx`` the merged-history position (``index``; null if absent),
 # ``node`` the broker id of an ``agent:<N>`` source (else null).
-ENVELOPE = ("hist", "src", "seq", "id", "idx", "t_wall", "type", "f", "node")
+ENVELOPE = ("hist", "src", "seq", "id", "idx", "t_wall", "type", "f", "process", "node")
 
 
 @runtime_checkable

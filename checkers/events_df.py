@@ -80,7 +80,7 @@ def parse(raw: DataFrame, types: dict[str, str], extra: Sequence[str] = ()) -> D
 
     cols: list[Column | str] = [
         "hist", "src", "seq", F.coalesce("id", F.concat_ws("/", "src", F.col("seq").cast("string"))).alias("id"),
-        F.col("index").alias("idx"), "t_wall", "type", "f",
+        F.col("index").alias("idx"), "t_wall", "type", "f", "process",
         F.expr(r"try_cast(nullif(regexp_extract(src, '^agent:(\\d+)$', 1), '') AS BIGINT)").alias("node"), *extra,
     ]
     if not types:
@@ -127,10 +127,10 @@ def _validate(path: str, bad: int) -> int:
 
 
 def parse_all(raw: DataFrame) -> DataFrame:
-    """Every contract field at its canonical type, plus ``run``, ``t_mono``, ``process`` and the raw
-    ``value``: what ``--parquet`` keeps for work across runs."""
+    """Every contract field at its canonical type, plus ``run``, ``t_mono`` and the raw ``value``:
+    what ``--parquet`` keeps for work across runs."""
     types = {f: TYPES[t] for f, t in sorted(FIELD_TYPES.items())}
-    return parse(raw, types, extra=("run", "t_mono", "process", "value"))
+    return parse(raw, types, extra=("run", "t_mono", "value"))
 
 
 def write_parquet(spark: SparkSession, paths: Sequence[str], out: str) -> None:

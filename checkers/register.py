@@ -29,9 +29,9 @@ from checkers.result import Result, anomaly, result
 
 NAME = "register_linearizable"
 KINDS = {"reg_read": "read", "reg_write": "write", "reg_cas": "cas"}
-READS = {"reg_read": ("key", "mode", "proc", "server", "value", "version"),
-         "reg_write": ("key", "proc", "server", "value", "version"),
-         "reg_cas": ("error", "expected", "key", "proc", "server", "value", "version")}
+READS = {"reg_read": ("key", "mode", "server", "value", "version"),
+         "reg_write": ("key", "server", "value", "version"),
+         "reg_cas": ("error", "expected", "key", "server", "value", "version")}
 BUDGET_SECONDS = 30.0  # CPU seconds per key
 
 
@@ -61,14 +61,14 @@ def history_ops(rows: Iterable[dict[str, Any]]) -> tuple[list[Op], dict[int, str
             out, ret, ret_line = False, float(src["idx"]), int(src["idx"])
         else:
             out, ret, ret_line = UNKNOWN, OPEN, int(src["idx"]) if done is not None else 0
-        ops.append(Op(len(ops), inv["v_proc"], f, (f, key, arg), out, float(inv["idx"]), ret, int(inv["idx"]),
+        ops.append(Op(len(ops), inv["process"], f, (f, key, arg), out, float(inv["idx"]), ret, int(inv["idx"]),
                       ret_line))
 
     for r in rows:
         if r["type"] == "invoke":
-            pending[r["v_proc"]] = r
-        elif r["v_proc"] in pending:
-            add(pending.pop(r["v_proc"]), r)
+            pending[r["process"]] = r
+        elif r["process"] in pending:
+            add(pending.pop(r["process"]), r)
     for inv in pending.values():  # never completed: unknown outcome
         add(inv, None)
     return ops, ids

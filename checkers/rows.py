@@ -57,7 +57,7 @@ def row(hist: str, rec: dict[str, Any], types: dict[str, str]) -> dict[str, Any]
     out = {
         "hist": hist, "src": src, "seq": seq, "id": convert(rec.get("id"), "STRING") or f"{src}/{seq}",
         "idx": convert(rec.get("index"), "BIGINT"), "t_wall": float(rec["t_wall"]), "type": rec["type"],
-        "f": rec["f"], "node": convert(int(m.group(1)), "BIGINT") if m else None,
+        "f": rec["f"], "process": convert(rec.get("process"), "STRING"), "node": convert(int(m.group(1)), "BIGINT") if m else None,
     }
     for name, t in types.items():
         out[f"v_{name}"] = convert(value.get(name), t)

@@ -82,7 +82,7 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "rule": "json", "count": "int", "listeners": "json", "held_on_close": "json", "connections": "int",
     "sessions": "int",
     # register workload (ZooKeeper znodes as registers)
-    "key": "str", "version": "int", "server": "str", "proc": "int",
+    "key": "str", "version": "int", "server": "str",
 })
 
 
@@ -188,9 +188,9 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _kind("poll", CLIENT, OPS, "topic partition consumer offset offsets values hw leader leader_epoch error_code error"),
     _kind("final_read", CLIENT, OPS, "topic partition offsets values hw leader leader_epoch error_code error"),
     _kind("reg_create", CLIENT, OPS, "key version server error"),
-    _kind("reg_read", CLIENT, OPS, "proc key mode value version server error"),
-    _kind("reg_write", CLIENT, OPS, "proc key value version server error"),
-    _kind("reg_cas", CLIENT, OPS, "proc key value expected version server error"),
+    _kind("reg_read", CLIENT, OPS, "key mode value version server error"),
+    _kind("reg_write", CLIENT, OPS, "key value version server error"),
+    _kind("reg_cas", CLIENT, OPS, "key value expected version server error"),
     # --- the harness's observer: its own ZooKeeper session, never faulted -------------------------------
     _kind("broker_znode", OBSERVER, "event", "broker_id exists czxid owner mzxid final"),
     _kind("broker_znode_unreadable", OBSERVER, "info", "broker_id error"),

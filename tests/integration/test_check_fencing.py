@@ -229,10 +229,10 @@ def qpo(log: EventLog, bad: bool) -> None:
 # queue_unseen is informational (never invalid): tests/integration/test_check_queue.py covers it
 def reg(log: EventLog, bad: bool) -> None:
     """A write completes through one server; a later read on another returns the old version (stale)."""
-    log.emit("client", "reg_write", "invoke", 0, proc=0, key="k0", value="a")
-    log.emit("client", "reg_write", "ok", 0, proc=0, key="k0", value="a", version=1, server="zk1")
-    log.emit("client", "reg_read", "invoke", 1, proc=1, key="k0", mode="plain")
-    log.emit("client", "reg_read", "ok", 1, proc=1, key="k0", mode="plain", server="zk2",
+    log.emit("client", "reg_write", "invoke", 0, key="k0", value="a")
+    log.emit("client", "reg_write", "ok", 0, key="k0", value="a", version=1, server="zk1")
+    log.emit("client", "reg_read", "invoke", 1, key="k0", mode="plain")
+    log.emit("client", "reg_read", "ok", 1, key="k0", mode="plain", server="zk2",
              **({"value": None, "version": 0} if bad else {"value": "a", "version": 1}))
 
 

@@ -73,13 +73,13 @@ def test_keys_are_independent_parts() -> None:
 # -- rows → ops, and the checker ---------------------------------------------------------------------
 def _rows(events: list[tuple[str, str, int, dict[str, Any]]]) -> list[dict[str, Any]]:
     """(f, type, proc, value fields) in merged order → loader rows (envelope + v_<field>)."""
-    fields = ("expected", "key", "mode", "proc", "server", "value", "version", "error")
+    fields = ("expected", "key", "mode", "server", "value", "version", "error")
     out = []
     for i, (f, typ, proc, value) in enumerate(events):
         row = {"hist": "h", "src": "client", "seq": i + 1, "id": f"client/{i + 1}", "idx": i, "t_wall": float(i),
-               "type": typ, "f": f, "node": None}
+               "type": typ, "f": f, "process": str(proc), "node": None}
         row.update({f"v_{k}": None for k in fields})
-        row.update({f"v_{k}": v for k, v in {"proc": proc, **value}.items()})
+        row.update({f"v_{k}": v for k, v in value.items()})
         out.append(row)
     return out
 
@@ -150,7 +150,6 @@ def test_generator_mixes_reads_writes_and_cas_with_unique_values() -> None:
     values = [o.value["value"] for o in ops if o.f != "reg_read"]
     assert len(set(values)) == len(values), "every written value is unique"
     assert {o.value["key"] for o in ops} == {"k0", "k1", "k2"}
-    assert all(o.value["proc"] in (0, 1) for o in ops)
 
 
 def test_workload_shape_and_bad_reads_mode() -> None:
