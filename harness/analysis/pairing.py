@@ -17,11 +17,10 @@ sources, so only their wall clocks compare):
   its time is the difference. A heal with no registration in that window is counted as
   ``unpaired`` (nothing needed re-registering, or it never happened in time) and has no time.
 
-Client operation latency, per run: an ``invoke`` pairs with the next ``ok``/``fail``/``info`` of
-the same source, process and ``f``, in ``seq`` order; latency from ``t_mono`` (one source's
-monotonic clock) when both carry it, else ``t_wall``. An invoke without completion is ``open``.
-Client sources are every source that is not an agent, the nemesis, the harness, the observer or
-the ZooKeeper proxy (a client may write under its own name).
+Client operation latency, per run: invokes pair with completions as ``history.ops`` says (one
+operation in flight per source and process, in ``seq`` order); latency from ``t_mono`` (one
+source's monotonic clock) when both carry it, else ``t_wall``. An invoke without completion is
+``open``.
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-NOT_CLIENTS = ("nemesis", "harness", "observer", "zkproxy")
-COMPLETIONS = ("ok", "fail", "info")
+from history.ops import COMPLETIONS, is_client_event, pair_operations
+
 QUANTILES = (0.5, 0.9, 0.99)
 
 
@@ -80,7 +79,7 @@ def is_registration(e: Ev) -> bool:
 
 
 def is_client(e: Ev) -> bool:
-    return not e.src.startswith("agent:") and e.src not in NOT_CLIENTS and e.type in ("invoke", *COMPLETIONS)
+    return is_client_event(e.src, e.type)
 
 
 def recoveries(events: Iterable[Ev]) -> list[Recovery]:
@@ -99,24 +98,15 @@ def recoveries(events: Iterable[Ev]) -> list[Recovery]:
 
 def op_latencies(events: Iterable[Ev]) -> list[OpLatency]:
     """Every client operation of one run with its latency (module docstring)."""
-    open_: dict[tuple[str, str | None, str], Ev] = {}
+    clients = sorted((e for e in events if is_client(e)), key=lambda e: (e.src, e.seq))
     out = []
-    for e in sorted((e for e in events if is_client(e)), key=lambda e: (e.src, e.seq)):
-        key = (e.src, e.process, e.f)
-        if e.type == "invoke":
-            if key in open_:  # a second invoke before a completion: the first never completed
-                out.append(OpLatency(e.f, "open", None))
-            open_[key] = e
-            continue
-        inv = open_.pop(key, None)
-        if inv is None:
-            continue  # a completion without its invoke (a torn or truncated history)
-        if inv.t_mono is not None and e.t_mono is not None:
-            ms = (e.t_mono - inv.t_mono) / 1e6
+    for inv, done in pair_operations(clients, lambda e: (e.src, e.process), lambda e: e.type):
+        if done is None:
+            out.append(OpLatency(inv.f, "open", None))
+        elif inv.t_mono is not None and done.t_mono is not None:
+            out.append(OpLatency(inv.f, done.type, (done.t_mono - inv.t_mono) / 1e6))
         else:
-            ms = (e.t_wall - inv.t_wall) * 1000.0
-        out.append(OpLatency(e.f, e.type, ms))
-    out += [OpLatency(k[2], "open", None) for k in open_]
+            out.append(OpLatency(inv.f, done.type, (done.t_wall - inv.t_wall) * 1000.0))
     return out
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.analysis import pairing
 from harness.analysis.pairing import Flaky, LatencyRow, Rate, RecoveryRow
+from history.ops import COMPLETIONS, NOT_CLIENTS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row
@@ -56,8 +57,8 @@ def pairing_events(events: DataFrame) -> DataFrame:
     ev = events.filter(
         (F.col("src") == "nemesis") | ((F.col("f") == "register") & (F.col("type") == "ok"))
         | ((F.col("src") == "harness") & (F.col("f") == "run_start"))
-        | (~F.col("src").startswith("agent:") & ~F.col("src").isin(*pairing.NOT_CLIENTS)
-           & F.col("type").isin("invoke", *pairing.COMPLETIONS)))
+        | (~F.col("src").startswith("agent:") & ~F.col("src").isin(*NOT_CLIENTS)
+           & F.col("type").isin("invoke", *COMPLETIONS)))
     for name in _VALUE_FIELDS:
         ev = ev.withColumn(name, F.get_json_object("line", f"$.value.{name}"))
     return (ev.withColumn("t_mono", F.get_json_object("line", "$.t_mono").cast("long"))
@@ -99,7 +100,7 @@ def op_latencies(events: DataFrame, checks: DataFrame) -> list[LatencyRow]:
     ev = events.join(runs.select("run_dir"), "run_dir", "left_semi")
     rdd = _per_run(ev, pairing.op_latencies).map(lambda kv: (kv[0], kv[1].op, kv[1].outcome, kv[1].ms))
     df = events.sparkSession.createDataFrame(rdd, "run_dir string, op string, outcome string, ms double").join(runs, "run_dir")
-    counts = [F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in (*pairing.COMPLETIONS, "open")]
+    counts = [F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in (*COMPLETIONS, "open")]
     agg = df.groupBy("workload", "op").agg(F.count("*").alias("ops"), *counts, F.expr(_PCT).alias("p"),
                                            F.max("ms").alias("max"))
     return sorted((LatencyRow(r["workload"], r["op"], r["ops"], r["ok"], r["fail"], r["info"], r["open"],

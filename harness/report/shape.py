@@ -12,13 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from history.ops import is_client_event, pair_operations
+
 Event = Mapping[str, Any]
 
 # Faults with a single (start) op: shown as lines, not bands. A fault may also say ``instant``.
 INSTANT_FAULTS = frozenset({"bounce", "fast_bounce", "wipe"})
-# Sources that are not workload clients: their invoke/ok/fail/info ops are not client operations.
-NON_CLIENT_SOURCES = ("agent:", "nemesis", "observer", "harness", "zkproxy")
-OP_COMPLETIONS = ("ok", "fail", "info")
 _EVENT_ID = re.compile(r"^[A-Za-z][\w:.-]*/\d+$")
 
 
@@ -245,31 +244,17 @@ def _session_text(sid: Any) -> str:
     return f"session 0x{sid:x}" if isinstance(sid, int) else ""
 
 
-def is_client_op(e: Event) -> bool:
-    src = str(e.get("src") or "")
-    return e.get("type") in ("invoke", *OP_COMPLETIONS) and not src.startswith(NON_CLIENT_SOURCES)
-
-
 def client_ops(events: Sequence[Event], t0: float) -> list[ClientOp]:
-    """Pair each client invoke with the next completion of the same process (Jepsen: a process has
-    one op in flight). An invoke with no completion is ``pending``."""
-    open_: dict[tuple[str, Any], tuple[Event, float]] = {}
+    """Every client operation (``history.ops`` pairs them); one that never completed is ``pending``."""
+    clients = (e for e in events if is_client_event(str(e.get("src") or ""), str(e.get("type"))))
     ops: list[ClientOp] = []
-    for e in events:
-        if not is_client_op(e):
-            continue
-        key, t = (str(e.get("src")), e.get("process")), float(e["t_wall"]) - t0
-        if e.get("type") == "invoke":
-            if key in open_:
-                prev, pt = open_[key]
-                ops.append(ClientOp(key[1], str(prev.get("f")), "pending", pt, None, event_id(prev), None))
-            open_[key] = (e, t)
-        elif key in open_:
-            inv, it = open_.pop(key)
-            ops.append(ClientOp(key[1], str(inv.get("f")), str(e.get("type")), it, max(t, it), event_id(inv),
-                                event_id(e)))
-    for inv, it in open_.values():
-        ops.append(ClientOp(inv.get("process"), str(inv.get("f")), "pending", it, None, event_id(inv), None))
+    for inv, done in pair_operations(clients, lambda e: (str(e.get("src")), e.get("process")), lambda e: e.get("type")):
+        start = float(inv["t_wall"]) - t0
+        if done is None:
+            ops.append(ClientOp(inv.get("process"), str(inv.get("f")), "pending", start, None, event_id(inv), None))
+        else:
+            ops.append(ClientOp(inv.get("process"), str(inv.get("f")), str(done.get("type")), start,
+                                max(float(done["t_wall"]) - t0, start), event_id(inv), event_id(done)))
     ops.sort(key=lambda o: o.start)
     return ops
 
