@@ -154,6 +154,14 @@ class Mutex(Model):
         return False, state
 
 
+def parts_by_key(ops: Sequence[Op]) -> list[tuple[Any, list[Op]]]:
+    """P-compositionality over the key of inputs ``(f, key, arg)``: one part per key."""
+    parts: dict[Any, list[Op]] = defaultdict(list)
+    for op in ops:
+        parts[op.input[1]].append(op)
+    return sorted(parts.items(), key=lambda kv: str(kv[0]))
+
+
 class VersionedRegister(Model):
     """ZooKeeper znodes as registers (``workloads.register``): the state is (value, version),
     starting (None, 0) (created empty). Inputs ``(f, key, arg)``, partitioned by key:
@@ -173,10 +181,7 @@ class VersionedRegister(Model):
         return (None, 0)
 
     def partition(self, ops: Sequence[Op]) -> list[tuple[Any, list[Op]]]:
-        parts: dict[Any, list[Op]] = defaultdict(list)
-        for op in ops:
-            parts[op.input[1]].append(op)
-        return sorted(parts.items(), key=lambda kv: str(kv[0]))
+        return parts_by_key(ops)
 
     def step(self, state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
         f, _, arg = inp
@@ -194,6 +199,41 @@ class VersionedRegister(Model):
         return False, state
 
 
+class PartitionLog(Model):
+    """Kafka partitions as append-only logs (``workloads.queue``): the state is the tuple of values
+    at offsets 0, 1, …, starting empty. Inputs ``(f, partition, arg)``, partitioned by partition:
+
+    * ``("send", p, value)`` → output the offset the broker gave it: the log's length; appends it;
+    * ``("read", p, offset)`` → output ``((offset, value), …)``: consecutive offsets from ``offset``
+      holding those values, a prefix of the log from there (a poll reads up to the leader's high
+      watermark, which may lag the log);
+    * ``("read_all", p, None)`` → the same, and the whole log (the final read, after every heal).
+
+    An UNKNOWN send (timed out, or acks=1: a leader's acknowledgement promises nothing after it
+    fails) appends wherever it is linearized, or is left out.
+    """
+
+    name = "partition-log"
+
+    def init(self) -> Any:
+        return ()
+
+    def partition(self, ops: Sequence[Op]) -> list[tuple[Any, list[Op]]]:
+        return parts_by_key(ops)
+
+    def step(self, state: Any, inp: Any, out: Any) -> tuple[bool, Any]:
+        f, _, arg = inp
+        if f == "send":
+            return (out is UNKNOWN or out == len(state)), (*state, arg)
+        if f in ("read", "read_all"):
+            start = arg or 0
+            end = start + len(out)
+            if end > len(state) or (f == "read_all" and (start != 0 or end != len(state))):
+                return False, state
+            return all(o == start + i and state[o] == v for i, (o, v) in enumerate(out)), state
+        return False, state
+
+
 MODELS = {
     "register": lambda: Register(None, nil_reads_any=True),
     "cas-register": lambda: CasRegister(0, nil_reads_any=True),
@@ -203,6 +243,7 @@ MODELS = {
     "kv-nopartition": lambda: KeyValue(partitioned=False),
     "mutex": Mutex,
     "versioned-register": VersionedRegister,
+    "partition-log": PartitionLog,
 }
 
 

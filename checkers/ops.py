@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,16 @@ class _Unknown:
 UNKNOWN = _Unknown()
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxtuple = _SHORT.maxlist = 8
+_SHORT.maxstring = _SHORT.maxother = 60
+
+
+def short(x: Any) -> str:
+    """``repr`` cut to a readable length (a final read's output holds the whole partition)."""
+    return _SHORT.repr(x)
+
+
 @dataclass(slots=True)
 class Op:
     """One operation. ``call``/``ret`` are positions on one clock; ``ret`` is OPEN when unknown.
@@ -52,6 +63,6 @@ class Op:
         return self.ret == OPEN
 
     def describe(self) -> str:
-        out = "?" if self.output is UNKNOWN else repr(self.output)
+        out = "?" if self.output is UNKNOWN else short(self.output)
         where = f"line {self.line}" + (f"-{self.ret_line}" if self.ret_line else "")
-        return f"process {self.process} {self.f} {self.input!r} -> {out} ({where})"
+        return f"process {self.process} {self.f} {short(self.input)} -> {out} ({where})"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from checkers.checker import Checker, Events, union
 from checkers.fencing import PLANS
 from checkers.queue import QUEUE_PLANS, UNSEEN
+from checkers.queue_log import QUEUE_LOG
 from checkers.register import REGISTER
 from checkers.registration import DEFAULT_MARGIN_MS, RegistrationEpochs, RegistrationLiveness
 from checkers.result import Result, compose
@@ -30,12 +31,12 @@ def make_checkers(margin_ms: int = DEFAULT_MARGIN_MS) -> tuple[Checker, ...]:
     and register workloads' checkers)."""
     by_name: dict[str, Checker] = {c.name: c for c in (
         RegistrationEpochs(), RegistrationLiveness(margin_ms), *PLANS, ZxidRealtime(), ZxidReplay(), ZxidSession(),
-        *QUEUE_PLANS, UNSEEN, REGISTER)}
+        *QUEUE_PLANS, UNSEEN, QUEUE_LOG, REGISTER)}
     order = ("registration_epochs", "single_registrant", "registration_liveness", "control_request_epochs",
              "controller_epochs", "controller_write_fencing", "bounce_handling", "controlled_shutdown_epochs",
              "isr_expansion", "partition_states", "max_broker_epoch", "zxid_realtime", "zxid_replay", "zxid_session",
              "queue_lost_write", "queue_inconsistent_offsets", "queue_duplicate", "queue_aborted_read",
-             "queue_poll_order", "queue_unseen", "register_linearizable")
+             "queue_poll_order", "queue_unseen", "queue_linearizable", "register_linearizable")
     assert set(order) == set(by_name), "every checker has a place in the report order"
     return tuple(by_name[n] for n in order)
 

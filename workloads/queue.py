@@ -37,7 +37,7 @@ PARTITIONS = 3
 REPLICATION = 3
 DEFAULT_CONCURRENCY = 12  # client processes: thousands of ops in a 20 s run, even on a busy 2-core machine
 QUEUE_CHECKERS = ("queue_lost_write", "queue_inconsistent_offsets", "queue_duplicate", "queue_aborted_read",
-                  "queue_poll_order", "queue_unseen")
+                  "queue_poll_order", "queue_unseen", "queue_linearizable")
 
 
 @dataclass

@@ -222,8 +222,18 @@ def qab(log: EventLog, bad: bool) -> None:
 
 
 def qpo(log: EventLog, bad: bool) -> None:
+    for offset, value in enumerate("abc"):
+        q_send(log, value, offset)
     q_read(log, "poll", [(0, "a"), (1, "b")])
     q_read(log, "poll", [(4 if bad else 2, "c")])
+
+
+def qlin(log: EventLog, bad: bool) -> None:
+    """B is sent after A was acknowledged, yet (bad) gets the lower offset: every offset holds one
+    value and the final read agrees, but no order of the operations explains it."""
+    q_send(log, "A", 1 if bad else 0)
+    q_send(log, "B", 0 if bad else 1)
+    q_read(log, "final_read", [(0, "B"), (1, "A")] if bad else [(0, "A"), (1, "B")])
 
 
 # queue_unseen is informational (never invalid): tests/integration/test_check_queue.py covers it
@@ -245,6 +255,7 @@ CASES: dict[str, tuple[str, Callable[[EventLog, bool], None]]] = {
     "11b": ("max_broker_epoch", c11b), "zr": ("zxid_realtime", zr), "zp": ("zxid_replay", zp),
     "zs": ("zxid_session", zs), "qlw": ("queue_lost_write", qlw), "qio": ("queue_inconsistent_offsets", qio),
     "qdup": ("queue_duplicate", qdup), "qab": ("queue_aborted_read", qab), "qpo": ("queue_poll_order", qpo),
+    "qlin": ("queue_linearizable", qlin),
     "reg": ("register_linearizable", reg),
 }
 

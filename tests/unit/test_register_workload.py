@@ -4,6 +4,7 @@ ops, and the checker's verdicts (the stale read and the write it missed cited by
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,8 +12,9 @@ import pytest
 from checkers.checker import Events
 from checkers.models import VersionedRegister
 from checkers.ops import OPEN, UNKNOWN, Op
-from checkers.register import REGISTER, RegisterLinearizable, history_ops
+from checkers.register import KINDS, REGISTER, register_op
 from checkers.wgl import check
+from checkers.wgl_workload import WorkloadLinearizable, history_ops
 from harness.cli import main
 from workloads import WORKLOADS
 from workloads.register import RegisterGenerator, register_workload, setup_ops
@@ -102,14 +104,14 @@ def test_history_ops_pairs_invokes_and_completions_by_process() -> None:
         ("reg_cas", "fail", 2, {"key": "k0", "value": "b", "expected": 0, "error": "bad version"}),
         ("reg_read", "invoke", 3, {"key": "k0"}),  # never completed: a read changes nothing, dropped
     ])
-    ops, ids = history_ops(rows)
+    ops, ids = history_ops(rows, KINDS, register_op)
     assert [(o.f, o.output, o.open) for o in ops] == [("write", UNKNOWN, True), ("read", ("a", 1), False),
                                                       ("cas", False, False)]
     assert ops[2].input == ("cas", "k0", (0, "b"))
     assert ids[3] == "client/4"
 
 
-def _check(rows: list[dict[str, Any]], checker: RegisterLinearizable = REGISTER) -> dict[str, Any]:
+def _check(rows: list[dict[str, Any]], checker: WorkloadLinearizable = REGISTER) -> dict[str, Any]:
     return checker.check(Events(("h",), (checker,), rows=rows))["h"]
 
 
@@ -135,7 +137,7 @@ def test_checker_over_budget_is_unknown_never_valid() -> None:
     writes = [("reg_write", "invoke", p, {"key": "k0", "value": f"v{p}"}) for p in range(16)]
     read = [("reg_read", "invoke", 99, {"key": "k0"}), ("reg_read", "ok", 99, {"key": "k0", "value": "zz",
                                                                                "version": 1})]
-    r = _check(_rows(writes + read), RegisterLinearizable(budget_steps=1))  # 16 open writes: > one slice
+    r = _check(_rows(writes + read), replace(REGISTER, budget_steps=1))  # 16 open writes: > one slice
     assert r["valid"] == "unknown" and r["stats"]["keys_unknown"] == 1
     assert "budget exhausted" in r["anomalies"][0]["message"]
 
