@@ -4,6 +4,7 @@
     harness repro KAFKA-14845            # expect the anomaly (exit 0 when the checker fires)
     harness repro KAFKA-14845 --fixed    # expect a clean run (exit 0 when the checker passes)
     harness repro KAFKA-14845 --runs 5   # reproduction rate and time per run (cluster kept up)
+    harness repro KAFKA-14845 --kafka 3.9.1 --zk-socket netty   # real Kafka brokers, same story
 
 Exit: 0 every run matched the expectation, 1 some run did not, 254 bad input (unknown or
 unavailable scenario, bad flags). The verdict is always the checkers' over the recorded history.
@@ -34,7 +35,44 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the registration checks on Spark too (the fencing invariants always do)")
     p.add_argument("--spark-master", metavar="URL", help="Spark master (default local[*])")
     p.add_argument("--no-timeline", action="store_true", help="do not print the per-run timeline")
+    p.add_argument("--kafka", metavar="VERSION",
+                   help="real Apache Kafka VERSION brokers (ZooKeeper mode, 2.x-3.9.x) in place of the agents; "
+                        "jars from Maven Central, cached under .local/kafka")
+    p.add_argument("--zk-socket", choices=("nio", "netty"), default=None,
+                   help="with --kafka: the brokers' ZooKeeper client socket (zookeeper.clientCnxnSocket; "
+                        "default nio, Kafka's default)")
+    p.add_argument("--zk-hosts", type=int, default=None, metavar="N",
+                   help="with --kafka: servers in the brokers' zookeeper.connect (default: the whole ensemble)")
     p.set_defaults(func=run)
+
+
+def kafka_option(args: argparse.Namespace, sc: Any, ensemble: int | None = None) -> Any:
+    """The ``--kafka`` / ``--zk-socket`` / ``--zk-hosts`` flags as ``KafkaBrokers`` (None without
+    ``--kafka``); bad input is a ``UsageError`` naming the flag. ``ensemble``: servers in the
+    inventory, the most ``--zk-hosts`` can name."""
+    from harness.components.kafka import parse_version
+    from harness.spec import KafkaBrokers
+
+    if args.kafka is None:
+        for flag, value in (("--zk-socket", args.zk_socket), ("--zk-hosts", args.zk_hosts)):
+            if value is not None:
+                raise UsageError(f"{flag}: only with --kafka VERSION (the agents' socket is a toggle)")
+        return None
+    try:
+        parse_version(args.kafka)
+    except UsageError as e:
+        raise UsageError(f"--kafka: {e}") from None
+    if args.zk_hosts is not None and args.zk_hosts < 1:
+        raise UsageError(f"--zk-hosts: must be >= 1, got {args.zk_hosts}")
+    if args.zk_hosts is not None and ensemble is not None and args.zk_hosts > ensemble:
+        raise UsageError(f"--zk-hosts: the inventory has {ensemble} ZooKeeper server(s), got {args.zk_hosts}")
+    if sc.not_on_kafka is not None:
+        raise UsageError(f"--kafka: {sc.id} cannot run on a real Kafka broker: {sc.not_on_kafka}")
+    if args.fixed:
+        from scenarios.fixes import fix_status
+
+        raise UsageError(f"--fixed: no Kafka release to run with --kafka: {sc.id}: {fix_status(sc.jira)}")
+    return KafkaBrokers(args.kafka, args.zk_socket or "nio", args.zk_hosts)
 
 
 def _list(console: Console) -> int:
@@ -46,6 +84,8 @@ def _list(console: Console) -> int:
         state = "" if why is None else f"  [yellow](not available: {why})[/]"
         console.print(f"{sc.id:<30} {sc.title}{state}", highlight=False)
         console.print(f"{'':<30} [dim]fix: {fix_status(sc.jira)}[/]", highlight=False)
+        kafka = "runs with --kafka VERSION" if sc.not_on_kafka is None else f"not with --kafka: {sc.not_on_kafka}"
+        console.print(f"{'':<30} [dim]real brokers: {kafka}[/]", highlight=False)
     return 0
 
 
@@ -63,22 +103,34 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"repro: unknown scenario {args.id!r} (known: {', '.join(found)})")
     if args.runs < 1:
         raise UsageError(f"--runs: must be >= 1, got {args.runs}")
+    kafka = kafka_option(args, sc)
     why = sc.available()
-    if why is not None:
+    if why is not None and kafka is None:
         console.print(f"[yellow]{sc.id} is not available in this build:[/] {why}")
         return EXIT_BAD_INPUT
     from harness.engine import Engine
     from harness.inventory import load_inventory
     from scenarios.timeline import render
 
-    spec = sc.spec(args.fixed, spark=args.spark)
-    console.print(f"[bold]{sc.id}[/]: {sc.title}\n  toggles {spec.toggles}; expecting {spec.expect.describe()}")
+    inv = load_inventory(args.inventory)
+    kafka = kafka_option(args, sc, ensemble=len(inv.zookeepers))
+    if kafka is not None:
+        from harness.components.kafka import fetch_kafka
+
+        with console.status(f"resolving Kafka {kafka.version} (Maven Central, cached under .local/kafka)"):
+            try:  # an unresolvable version is bad input before anything starts
+                fetch_kafka(kafka.version)
+            except UsageError as e:
+                raise UsageError(f"--kafka: {e}") from None
+    spec = sc.spec(args.fixed, spark=args.spark, kafka=kafka)
+    what = kafka.describe() if kafka is not None else f"toggles {spec.toggles}"
+    console.print(f"[bold]{sc.id}[/]: {sc.title}\n  {what}; expecting {spec.expect.describe()}")
     results = []
-    with Engine(load_inventory(args.inventory), args.store, console, args.spark_master, keep_warm=True) as engine:
+    with Engine(inv, args.store, console, args.spark_master, keep_warm=True) as engine:
         for i in range(args.runs):
             if args.runs > 1:
                 console.rule(f"run {i + 1}/{args.runs}")
-            res = engine.run(sc.spec(args.fixed, spark=args.spark))
+            res = engine.run(sc.spec(args.fixed, spark=args.spark, kafka=kafka))
             results.append(res)
             if not args.no_timeline:
                 console.print("[bold]timeline[/] (seconds from run start; event ids in the history)")
