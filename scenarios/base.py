@@ -35,6 +35,8 @@ class Scenario:
     # Why the story cannot be told with real Kafka brokers (``--kafka``); None: it can, every broker's
     # ZooKeeper connection then goes through the wire proxy (zkproxy "all").
     not_on_kafka: str | None = "the story needs agent toggles no released broker has"
+    # the ZooKeeper client socket the agents' toggles model: `--compare` runs real brokers with it
+    agent_zk_socket: str = "nio"
 
     def clients(self) -> dict[str, Client]:
         """The named clients the script invokes."""
@@ -77,8 +79,7 @@ class Scenario:
                 local_check=not (self.needs_spark or spark),
                 expect=Expectation(ANOMALY, tuple(self.checkers)),
                 margin_ms=self.margin_ms,
-                info={"scenario": self.id, "jira": self.jira, "fixed": False, "variant": f"kafka:{kafka.version}",
-                      "kafka": kafka.describe()},
+                info={"scenario": self.id, "jira": self.jira, "fixed": False, "variant": f"kafka:{kafka.version}"},
             )
         return TestSpec(
             name=f"repro-{self.id}{'-fixed' if fixed else ''}",

@@ -118,4 +118,5 @@ SCENARIO = Kafka14845(
     margin_ms=4000,  # covers PR #13558's retry budget: 4 backoffs of (T + 1 s)/5 = 3.2 s at T = 3 s
     pipeline_zkproxy=(TARGET,),
     not_on_kafka=None,  # a released broker's own ZooKeeper client, through the wire proxy
+    agent_zk_socket="netty",  # pipeline_on_connect is the Netty client's behaviour
 )

@@ -43,7 +43,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "default nio, Kafka's default)")
     p.add_argument("--zk-hosts", type=int, default=None, metavar="N",
                    help="with --kafka: servers in the brokers' zookeeper.connect (default: the whole ensemble)")
+    p.add_argument("--compare", metavar="kafka:VERSION",
+                   help="run the agents' variant and the real-broker variant with the same story and print "
+                        "both outcomes side by side (--zk-socket defaults to the socket the agents model)")
     p.set_defaults(func=run)
+
+
+def compare_option(args: argparse.Namespace, sc: Any) -> bool:
+    """``--compare kafka:VERSION`` folded into ``args.kafka`` (and ``args.zk_socket``, by default the
+    ZooKeeper client socket the scenario's agents model); False without ``--compare``."""
+    if args.compare is None:
+        return False
+    kind, _, version = args.compare.partition(":")
+    if kind != "kafka" or not version:
+        raise UsageError(f"--compare: expected kafka:VERSION (e.g. kafka:3.9.1), got {args.compare!r}")
+    if args.kafka is not None:
+        raise UsageError("--compare: give the version once: --compare kafka:VERSION without --kafka")
+    if args.runs != 1:
+        raise UsageError(f"--runs: --compare runs one pair, got {args.runs}")
+    args.kafka = version
+    args.zk_socket = args.zk_socket or sc.agent_zk_socket
+    return True
 
 
 def kafka_option(args: argparse.Namespace, sc: Any, ensemble: int | None = None) -> Any:
@@ -103,9 +123,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"repro: unknown scenario {args.id!r} (known: {', '.join(found)})")
     if args.runs < 1:
         raise UsageError(f"--runs: must be >= 1, got {args.runs}")
+    compare = compare_option(args, sc)
     kafka = kafka_option(args, sc)
     why = sc.available()
-    if why is not None and kafka is None:
+    if why is not None and (kafka is None or compare):
         console.print(f"[yellow]{sc.id} is not available in this build:[/] {why}")
         return EXIT_BAD_INPUT
     from harness.engine import Engine
@@ -122,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
                 fetch_kafka(kafka.version)
             except UsageError as e:
                 raise UsageError(f"--kafka: {e}") from None
+    if compare:
+        return _compare(console, args, sc, inv, kafka)
     spec = sc.spec(args.fixed, spark=args.spark, kafka=kafka)
     what = kafka.describe() if kafka is not None else f"toggles {spec.toggles}"
     console.print(f"[bold]{sc.id}[/]: {sc.title}\n  {what}; expecting {spec.expect.describe()}")
@@ -139,6 +162,48 @@ def run(args: argparse.Namespace) -> int:
             _print_result(console, res)
     _summary(console, sc.id, args.fixed, results, engine.cold_s)
     return 0 if all(r.matched for r in results) else 1
+
+
+def _compare(console: Console, args: argparse.Namespace, sc: Any, inv: Any, kafka: Any) -> int:
+    """The agents' variant, then the real brokers', the same story and seed; both outcomes side by
+    side. Exit as for one repro: 0 when both showed what was expected."""
+    import json
+    import random
+
+    from rich.table import Table
+
+    from harness.engine import Engine
+    from scenarios.compare import Side, compare_rows, same_verdict
+    from scenarios.timeline import render
+
+    seed = random.SystemRandom().randrange(2**31)
+    variants = [("agents", sc.spec(False, spark=args.spark)), (f"kafka {kafka.version} ({kafka.zk_socket})",
+                                                                sc.spec(False, spark=args.spark, kafka=kafka))]
+    console.print(f"[bold]{sc.id}[/]: {sc.title}\n  compare: the agents (toggles {variants[0][1].toggles}) and "
+                  f"{kafka.describe()}; seed {seed}")
+    sides: list[Side] = []
+    with Engine(inv, args.store, console, args.spark_master, keep_warm=False) as engine:
+        for label, spec in variants:
+            console.rule(label)
+            spec.seed = seed
+            res = engine.run(spec)
+            if not args.no_timeline:
+                for line in render(res.run_dir / "history.jsonl"):
+                    console.print(line)
+            _print_result(console, res)
+            history = res.run_dir / "history.jsonl"
+            events = [json.loads(x) for x in history.read_text().splitlines() if x.strip()] if history.exists() else []
+            sides.append(Side(label, res.verdicts, res.matched, res.reproduced, res.error, events))
+    table = Table(title=f"{sc.id}: the same story, side by side", show_lines=False)
+    table.add_column("")
+    for side in sides:
+        table.add_column(side.label)
+    for row in compare_rows(*sides):
+        table.add_row(*row)
+    console.print(table)
+    agree = "the same verdict" if same_verdict(*sides) else "[bold red]different verdicts[/]"
+    console.print(f"[bold]{sc.id} --compare kafka:{kafka.version}[/]: {agree}")
+    return 0 if all(s.matched for s in sides) else 1
 
 
 def _print_result(console: Console, res: Any) -> None:
