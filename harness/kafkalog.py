@@ -86,7 +86,11 @@ def parse_broker_log(lines: Iterable[str], broker_id: int, session_timeout_ms: i
             session = int(s[2], 16)
             add("session", state="connected", session_id=session, negotiated_timeout_ms=int(s[3]))
         elif s := _EXPIRED.search(msg):
-            add("session", state="expired", session_id=int(s[1], 16))
+            last = out[-1] if out else None
+            # ZooKeeper 3.5's client says it twice (WARN, then INFO "..., closing socket connection")
+            if not (last and last.f == "session" and last.value.get("state") == "expired"
+                    and last.value.get("session_id") == int(s[1], 16)):
+                add("session", state="expired", session_id=int(s[1], 16))
             if session == int(s[1], 16):
                 session = None
         elif s := _CLOSED.search(msg):

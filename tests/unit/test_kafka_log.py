@@ -73,3 +73,17 @@ def test_events_are_the_brokers_own_source_numbered_in_log_order():
     assert [e.id for e in events] == [f"agent:2/{i}" for i in range(1, 7)]
     assert all(e.process == 2 and e.run == "r1" for e in events)
     assert [e.t_wall for e in events] == sorted(e.t_wall for e in events)
+
+
+# Kafka 2.8.2 (ZooKeeper client 3.5.9): "sessionid", and the expiry said twice
+LOG_2_8 = """\
+[2026-11-23 23:12:52,969+0000] INFO Session establishment complete on server localhost/127.0.0.1:37279, sessionid = 0x3000253a3be0000, negotiated timeout = 3000 (org.apache.zookeeper.ClientCnxn)
+[2026-11-23 23:13:01,536+0000] WARN Unable to reconnect to ZooKeeper service, session 0x3000253a3be0000 has expired (org.apache.zookeeper.ClientCnxn)
+[2026-11-23 23:13:01,537+0000] INFO Unable to reconnect to ZooKeeper service, session 0x3000253a3be0000 has expired, closing socket connection (org.apache.zookeeper.ClientCnxn)
+"""
+
+
+def test_the_zookeeper_3_5_client_of_kafka_2_8():
+    got = parse_broker_log(LOG_2_8.splitlines(), broker_id=2)
+    assert [(e.value["state"], e.value["session_id"]) for e in got] == [
+        ("connected", 0x3000253a3be0000), ("expired", 0x3000253a3be0000)]
