@@ -43,8 +43,9 @@ _EXPIRED = re.compile(r"Unable to reconnect to ZooKeeper service, session (0x[0-
 _CLOSED = re.compile(r"Session: (0x[0-9a-fA-F]+) closed")
 _REGISTERED = re.compile(r"Registered broker (\d+) at path (/brokers/ids/\d+) with addresses: (.*), "
                          r"czxid \(broker epoch\): (-?\d+)")
+# Kafka 3.x writes the two session ids in hex, 2.x in decimal
 _FOREIGN_OWNER = re.compile(r"Error while creating ephemeral at (\S+), node already exists and owner "
-                            r"'(0x[0-9a-fA-F]+)' does not match current session '(0x[0-9a-fA-F]+)'")
+                            r"'(0x[0-9a-fA-F]+|\d+)' does not match current session '(0x[0-9a-fA-F]+|\d+)'")
 
 
 @dataclass
@@ -56,6 +57,10 @@ class ParsedEvent:
     type: str = "event"
     value: dict[str, Any] = field(default_factory=dict)
     line: int = 0  # the 1-based log line it comes from
+
+
+def _session(text: str) -> int:
+    return int(text, 16) if text.lower().startswith("0x") else int(text)
 
 
 def log_time(stamp: str, zone: str | None) -> float:
@@ -101,7 +106,7 @@ def parse_broker_log(lines: Iterable[str], broker_id: int, session_timeout_ms: i
             epoch = int(s[4])
             add("register", "ok", session_id=session, epoch=epoch, czxid=epoch, addr=s[3])
         elif (s := _FOREIGN_OWNER.search(msg)) and s[1] == path:
-            add("register", "fail", session_id=int(s[3], 16), owner=int(s[2], 16), error="NODEEXISTS",
+            add("register", "fail", session_id=_session(s[3]), owner=_session(s[2]), error="NODEEXISTS",
                 permanent=True, retryable=False)
         elif (s := _FATAL.search(msg)) and int(s[1]) == broker_id:
             add("startup_failed", reason="Fatal error during KafkaServer startup")

@@ -87,3 +87,12 @@ def test_the_zookeeper_3_5_client_of_kafka_2_8():
     got = parse_broker_log(LOG_2_8.splitlines(), broker_id=2)
     assert [(e.value["state"], e.value["session_id"]) for e in got] == [
         ("connected", 0x3000253a3be0000), ("expired", 0x3000253a3be0000)]
+
+
+def test_kafka_2_8_names_the_foreign_owner_in_decimal():
+    line = ("[2026-11-23 23:14:37,049+0000] ERROR Error while creating ephemeral at /brokers/ids/2, node already "
+            "exists and owner '72060158440243204' does not match current session '144117752486625281' "
+            "(kafka.zk.KafkaZkClient$CheckedEphemeral)")
+    (refused,) = parse_broker_log([line], broker_id=2)
+    assert (refused.f, refused.type) == ("register", "fail")
+    assert refused.value["owner"] == 0x100025512_4a0004 and refused.value["session_id"] == 144117752486625281
