@@ -19,6 +19,7 @@ from typing import Any
 
 from rich.console import Console
 
+from harness.commands.kafkaflags import add_zk_client_args, fetch, kafka_brokers
 from harness.errors import EXIT_BAD_INPUT, UsageError
 
 
@@ -38,11 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kafka", metavar="VERSION",
                    help="real Apache Kafka VERSION brokers (ZooKeeper mode, 2.x-3.9.x) in place of the agents; "
                         "jars from Maven Central, cached under .local/kafka")
-    p.add_argument("--zk-socket", choices=("nio", "netty"), default=None,
-                   help="with --kafka: the brokers' ZooKeeper client socket (zookeeper.clientCnxnSocket; "
-                        "default nio, Kafka's default)")
-    p.add_argument("--zk-hosts", type=int, default=None, metavar="N",
-                   help="with --kafka: servers in the brokers' zookeeper.connect (default: the whole ensemble)")
+    add_zk_client_args(p, "--kafka")
     p.add_argument("--compare", metavar="kafka:VERSION",
                    help="run the agents' variant and the real-broker variant with the same story and print "
                         "both outcomes side by side (--zk-socket defaults to the socket the agents model)")
@@ -70,29 +67,16 @@ def kafka_option(args: argparse.Namespace, sc: Any, ensemble: int | None = None)
     """The ``--kafka`` / ``--zk-socket`` / ``--zk-hosts`` flags as ``KafkaBrokers`` (None without
     ``--kafka``); bad input is a ``UsageError`` naming the flag. ``ensemble``: servers in the
     inventory, the most ``--zk-hosts`` can name."""
-    from harness.components.kafka import parse_version
-    from harness.spec import KafkaBrokers
-
-    if args.kafka is None:
-        for flag, value in (("--zk-socket", args.zk_socket), ("--zk-hosts", args.zk_hosts)):
-            if value is not None:
-                raise UsageError(f"{flag}: only with --kafka VERSION (the agents' socket is a toggle)")
+    kafka = kafka_brokers(args.kafka, "--kafka", args, ensemble)
+    if kafka is None:
         return None
-    try:
-        parse_version(args.kafka)
-    except UsageError as e:
-        raise UsageError(f"--kafka: {e}") from None
-    if args.zk_hosts is not None and args.zk_hosts < 1:
-        raise UsageError(f"--zk-hosts: must be >= 1, got {args.zk_hosts}")
-    if args.zk_hosts is not None and ensemble is not None and args.zk_hosts > ensemble:
-        raise UsageError(f"--zk-hosts: the inventory has {ensemble} ZooKeeper server(s), got {args.zk_hosts}")
     if sc.not_on_kafka is not None:
         raise UsageError(f"--kafka: {sc.id} cannot run on a real Kafka broker: {sc.not_on_kafka}")
     if args.fixed:
         from scenarios.fixes import fix_status
 
         raise UsageError(f"--fixed: no Kafka release to run with --kafka: {sc.id}: {fix_status(sc.jira)}")
-    return KafkaBrokers(args.kafka, args.zk_socket or "nio", args.zk_hosts)
+    return kafka
 
 
 def _list(console: Console) -> int:
@@ -136,13 +120,8 @@ def run(args: argparse.Namespace) -> int:
     inv = load_inventory(args.inventory)
     kafka = kafka_option(args, sc, ensemble=len(inv.zookeepers))
     if kafka is not None:
-        from harness.components.kafka import fetch_kafka
-
         with console.status(f"resolving Kafka {kafka.version} (Maven Central, cached under .local/kafka)"):
-            try:  # an unresolvable version is bad input before anything starts
-                fetch_kafka(kafka.version)
-            except UsageError as e:
-                raise UsageError(f"--kafka: {e}") from None
+            fetch(kafka, "--compare" if compare else "--kafka")
     if compare:
         return _compare(console, args, sc, inv, kafka)
     spec = sc.spec(args.fixed, spark=args.spark, kafka=kafka)
