@@ -231,7 +231,10 @@ class KafkaBroker(RemoteProcess):
 
     def logs(self, dest: Path) -> list[Path]:
         """This start's log and, after a restart, the earlier ones (``NAME-kafka-previous.log``)."""
-        prev = self.download(self.previous_log, dest / f"{self.name}-{self.role}-previous.log")
+        prev = None
+        # only after a restart: downloading a file that does not exist leaves an empty one behind
+        if self.remote.run(f"test -s {shlex.quote(self.previous_log)}", timeout=10).ok:
+            prev = self.download(self.previous_log, dest / f"{self.name}-{self.role}-previous.log")
         return [*super().logs(dest), *([prev] if prev is not None else [])]
 
     def started(self) -> bool:
