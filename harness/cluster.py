@@ -45,6 +45,7 @@ from harness.components.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeep
 from harness.inventory import Inventory, NodeSpec
 from harness.provision import pydeps_dir, zk_classpath
 from harness.remote import Remote, RemoteError, SSHRemote, on_nodes
+from harness.spec import KafkaBrokers
 from harness.wait import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -138,7 +139,9 @@ class Cluster:
         self.ensemble: Ensemble | None = None
         self.toxiproxy: ToxiproxyServer | None = None
         self.links: LinkNet | None = None  # type: ignore[assignment]
-        self.agents: dict[int, AgentProcess] = {}
+        # the started brokers: Python agents (AgentProcess), or real Kafka brokers (KafkaBroker, which
+        # offers the same events/collect_events/wait_for from its parsed log)
+        self.agents: dict[int, Any] = {}
         self.agent_ports: dict[int, int] = {}
         self._zk_clients: list[KazooClient] = []
         self.zkproxy: Any = None  # nemesis.zkproxy.ProxyProcess when the run routes through it
@@ -350,6 +353,43 @@ class Cluster:
         for a in started:
             self.agents[a.broker_id] = a
         return started
+
+    def start_kafka(self, spec: KafkaBrokers, brokers: list[int] | None = None) -> list[Any]:
+        """Real Kafka brokers (ZooKeeper mode) in place of the agents, one per broker node: the jars
+        shipped over SSH, ``zookeeper.connect`` through the broker's own Toxiproxy links (to the
+        wire proxy when the run routes through it) to the first ``spec.zk_hosts`` servers, the
+        session timeout from the inventory, the ZooKeeper client socket from ``spec.zk_socket``.
+        Broker-to-broker traffic is not proxied (the agents' ``b<N>->b<M>`` links are not made)."""
+        from harness.components.kafka import KafkaBroker, KafkaSettings, fetch_kafka
+        from harness.spec import ZK_SOCKETS
+
+        assert self.ensemble is not None and self.links is not None
+        libs = fetch_kafka(spec.version)
+        members = self.ensemble.members[:spec.zk_hosts] if spec.zk_hosts else self.ensemble.members
+        targets = [b for b in self.inv.brokers if brokers is None or b.broker_id in brokers]
+
+        def start_one(node: NodeSpec) -> Any:
+            assert node.broker_id is not None
+            connect = ",".join(self.links.links[f"{node.name}->{m.name}"].listen for m in members)
+            # Kafka applies its broker property zookeeper.clientCnxnSocket only together with
+            # zookeeper.ssl.client.enable=true (KafkaServer.zkClientConfigFromKafkaConfig); without TLS
+            # the ZooKeeper client reads the socket from the JVM's system property of the same name
+            socket = ZK_SOCKETS[spec.zk_socket]
+            settings = KafkaSettings(spec.version, connect, session_timeout_ms=self.inv.agents.session_timeout_ms,
+                                     extra={"zookeeper.clientCnxnSocket": socket},
+                                     system_props={"zookeeper.clientCnxnSocket": socket})
+            port = free_ports_on(self.remotes[node.name], node.address, 1, self.node_python)[0]
+            broker = KafkaBroker(node.name, node.broker_id, node.address, port, self.remotes[node.name],
+                                 f"{self.node_workdir(node)}/kafka", settings, peek_dir=self.scratch / "peek",
+                                 run=self.run_id, on_start=lambda b: self.state.add_pidfile(b.name, b.pidfile))
+            self.agents[node.broker_id] = broker  # before it exists: a failed start elsewhere still stops it
+            broker.install(libs)
+            broker.start()
+            # registered is not started: a fault before "started" makes Kafka give up its startup
+            broker.wait_started(timeout=240)
+            return broker
+
+        return on_nodes(targets, start_one)
 
     def _record_agent(self, agent: AgentProcess) -> None:
         """Before the process exists: what `harness teardown` needs to stop it and salvage its events."""

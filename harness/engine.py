@@ -309,10 +309,15 @@ class Engine:
         try:
             observer.start()
             runner.setup()
-            overrides = {b: {"zk_pipeline_connect": proxy.connect_string} for b in spec.pipeline_zkproxy} if proxy else {}
-            cluster.start_agents(toggles=spec.toggles, brokers=spec.brokers, extra=spec.agent_extra,
-                                 config_overrides=overrides)
-            epochs = cluster.wait_registered(brokers, timeout=60)
+            if spec.kafka is not None:  # real Kafka brokers: a JVM start takes longer than an agent's
+                cluster.start_kafka(spec.kafka, brokers=spec.brokers)
+                epochs = cluster.wait_registered(brokers, timeout=240)
+            else:
+                overrides = {b: {"zk_pipeline_connect": proxy.connect_string}
+                             for b in spec.pipeline_zkproxy} if proxy else {}
+                cluster.start_agents(toggles=spec.toggles, brokers=spec.brokers, extra=spec.agent_extra,
+                                     config_overrides=overrides)
+                epochs = cluster.wait_registered(brokers, timeout=60)
             lap("setup")
             self.say(f"[bold]run[/] {run_id}  seed={spec.seed}  brokers registered with epochs {epochs}")
             writers["harness"].emit("run_start", brokers=sorted(epochs), test=spec.name, toggles=spec.toggles,
@@ -556,6 +561,7 @@ def _run_json(spec: TestSpec, run_id: str, inv: Inventory) -> dict[str, Any]:
         "run_id": run_id, "test": spec.name, "seed": spec.seed, "toggles": spec.toggles, "brokers": spec.brokers,
         "agent_extra": spec.agent_extra, "zk_overrides": spec.zk_overrides, "zkproxy": spec.zkproxy,
         "pipeline_zkproxy": list(spec.pipeline_zkproxy), "workload": spec.workload.name,
+        "kafka": asdict(spec.kafka) if spec.kafka is not None else None,
         "script": getattr(spec.script, "__qualname__", None), "time_limit": spec.time_limit,
         "recovery": spec.recovery, "checkers": list(spec.checkers) if spec.checkers else None,
         "expected": spec.expect.describe() if spec.expect else None, "margin_ms": spec.margin_ms,

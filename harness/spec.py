@@ -18,6 +18,32 @@ if TYPE_CHECKING:
 VALID, ANOMALY = "valid", "anomaly"
 ZKPROXY_MODES = ("off", "all")
 AGENT_ENDS = ("stop", "kill")
+# Kafka's ZooKeeper client socket (broker property ``zookeeper.clientCnxnSocket``)
+ZK_SOCKETS = {"nio": "org.apache.zookeeper.ClientCnxnSocketNIO", "netty": "org.apache.zookeeper.ClientCnxnSocketNetty"}
+
+
+@dataclass(frozen=True)
+class KafkaBrokers:
+    """Run real Apache Kafka brokers (ZooKeeper mode) in place of the Python agents.
+
+    ``zk_socket``: the ZooKeeper client socket the brokers use; ``zk_hosts``: how many servers their
+    ``zookeeper.connect`` names (the first N of the ensemble, each through its Toxiproxy link; None:
+    all of them)."""
+
+    version: str
+    zk_socket: str = "nio"
+    zk_hosts: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.zk_socket not in ZK_SOCKETS:
+            raise ValueError(f"zk_socket is one of {', '.join(ZK_SOCKETS)}, not {self.zk_socket!r}")
+        if self.zk_hosts is not None and (isinstance(self.zk_hosts, bool) or not isinstance(self.zk_hosts, int)
+                                          or self.zk_hosts < 1):
+            raise ValueError(f"zk_hosts is a positive integer, not {self.zk_hosts!r}")
+
+    def describe(self) -> str:
+        hosts = "all" if self.zk_hosts is None else str(self.zk_hosts)
+        return f"Kafka {self.version} ({self.zk_socket} ZooKeeper client, {hosts} host(s) in zookeeper.connect)"
 
 
 @dataclass(frozen=True)
@@ -57,6 +83,9 @@ class TestSpec:
     # The wire proxy's largest frame body (bytes); None: PROXY_MAX_FRAME (jute.maxbuffer default +
     # 1024). Raise it with the servers' jute.maxbuffer.
     zkproxy_max_frame: int | None = None
+    # Real Kafka brokers in place of the agents (toggles, agent_extra and pipeline_zkproxy then do
+    # not apply: they configure the agent); None: the Python agents.
+    kafka: KafkaBrokers | None = None
     workload: Workload = NONE
     schedule: Schedule | None = None  # timed nemesis steps
     # A scripted story (a JIRA's), called with the run's ``harness.engine.RunContext``: it acts only
@@ -82,7 +111,10 @@ class TestSpec:
             raise ValueError(f"zkproxy_max_frame is an integer in [1, 2^31), not {self.zkproxy_max_frame!r}")
         if self.agents_end not in AGENT_ENDS:
             raise ValueError(f"agents_end is one of {AGENT_ENDS}, not {self.agents_end!r}")
+        if self.kafka is not None and self.pipeline_zkproxy:
+            raise ValueError("pipeline_zkproxy drives the agent's Netty emulation; real Kafka brokers reach the "
+                             "wire proxy with zkproxy='all'")
 
     def cluster_shape(self) -> tuple[Any, ...]:
         """Tests of the same shape can share a warm cluster."""
-        return (tuple(sorted(self.zk_overrides.items())), self.zkproxy)
+        return (tuple(sorted(self.zk_overrides.items())), self.zkproxy, self.kafka)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.engine import RunContext
-from harness.spec import ANOMALY, VALID, Expectation, TestSpec
+from harness.spec import ANOMALY, VALID, Expectation, KafkaBrokers, TestSpec
 from workloads.base import Client
 
 
@@ -32,6 +32,11 @@ class Scenario:
     needs_spark: bool = False  # some checker has no plain-Python driver: start Spark with the cluster
     zk_overrides: dict[str, Any] = field(default_factory=dict)  # ZooKeeper settings for this scenario's ensemble
     pipeline_zkproxy: tuple[int, ...] = ()  # brokers whose pipelining session dials a per-run wire proxy
+    # Why the story cannot be told with real Kafka brokers (``--kafka``); None: it can, every broker's
+    # ZooKeeper connection then goes through the wire proxy (zkproxy "all").
+    not_on_kafka: str | None = "the story needs agent toggles no released broker has"
+    # the ZooKeeper client socket the agents' toggles model: `--compare` runs real brokers with it
+    agent_zk_socket: str = "nio"
 
     def clients(self) -> dict[str, Client]:
         """The named clients the script invokes."""
@@ -53,9 +58,29 @@ class Scenario:
     def play(self, ctx: RunContext) -> None:
         raise NotImplementedError
 
-    def spec(self, fixed: bool, spark: bool = False) -> TestSpec:
+    def spec(self, fixed: bool, spark: bool = False, kafka: KafkaBrokers | None = None) -> TestSpec:
         """The test for one variant: the bug's toggles expecting the anomaly, or the fix's
-        expecting a clean run from the same checkers."""
+        expecting a clean run from the same checkers; with ``kafka``, the same story and checkers
+        with real Kafka brokers (the bug as released: no release carries a fix)."""
+        if kafka is not None:
+            if fixed:
+                raise ValueError("no Kafka release carries this fix")
+            return TestSpec(
+                name=f"repro-{self.id}-kafka-{kafka.version}",
+                brokers=list(self.brokers),
+                zk_overrides=dict(self.zk_overrides),
+                zkproxy="all",
+                kafka=kafka,
+                script=self.play,
+                clients=self.clients(),
+                recovery=False,
+                agents_end="kill",
+                checkers=tuple(self.checkers),
+                local_check=not (self.needs_spark or spark),
+                expect=Expectation(ANOMALY, tuple(self.checkers)),
+                margin_ms=self.margin_ms,
+                info={"scenario": self.id, "jira": self.jira, "fixed": False, "variant": f"kafka:{kafka.version}"},
+            )
         return TestSpec(
             name=f"repro-{self.id}{'-fixed' if fixed else ''}",
             toggles=dict(self.fixed_toggles if fixed else self.bug_toggles),

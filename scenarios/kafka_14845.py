@@ -31,19 +31,34 @@ ORPHAN_RULE = {
 }
 
 
+# With real Kafka brokers every broker connection goes through the wire proxy, and the first
+# ConnectResponse after the heal is "your session expired" (session id 0) to the reconnecting S1:
+# the rule must wait for the reply that creates the new session.
+KAFKA_ORPHAN_RULE = {**ORPHAN_RULE, "match": {**ORPHAN_RULE["match"], "connect_result": "new"},
+                     "comment": "lose the reply that creates a new session and everything after it on this "
+                                "connection"}
+
+
 class Kafka14845(Scenario):
     def play(self, ctx: RunContext) -> None:
         node = ctx.node(TARGET)
         zk = ctx.zk()
         path = f"/brokers/ids/{TARGET}"
+        kafka = ctx.spec.kafka is not None
         reg = ctx.wait_agent_event(TARGET, lambda e: e.f == "register" and e.type == "ok", 10, "registration")
         s1 = reg.value["session_id"] if reg else None
         ctx.step(f"1. broker {TARGET} registered under S1={hx(s1)}, epoch = czxid "
                  f"{reg.value['czxid'] if reg else '?'} (R = S1), T = {ctx.T * 1000:.0f} ms")
         # Only broker TARGET's pipelining (Netty-emulation) session dials the wire proxy; its kazoo
         # session goes through the Toxiproxy links the partition cuts.
-        ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[ORPHAN_RULE])
-        ctx.step("   wire proxy armed: drop the next ConnectResponse on a pipelined connection, then black-hole it")
+        if kafka:
+            ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[KAFKA_ORPHAN_RULE])
+            ctx.step("   wire proxy armed: drop the next ConnectResponse that creates a session, then black-hole "
+                     "that connection")
+        else:
+            ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[ORPHAN_RULE])
+            ctx.step("   wire proxy armed: drop the next ConnectResponse on a pipelined connection, then "
+                     "black-hole it")
         ctx.nemesis("isolate", "start", [node])
         ctx.step(f"2. partition broker {TARGET} from ZooKeeper (all its ZK links cut) until S1 expires")
 
@@ -55,17 +70,23 @@ class Kafka14845(Scenario):
         ctx.step(f"   S1={hx(s1)} expired: ZooKeeper deleted {path}")
         # Only the partition ends: the armed proxy rule must still see the re-registration.
         ctx.nemesis("isolate", "stop", [node])
-        ctx.step("3. heal: kazoo learns SESSIONEXPIRED, opens S3; the agent pipelines ConnectRequest + multi "
-                 "(S2's reply is lost)")
+        if kafka:
+            ctx.step("3. heal: the broker's ZooKeeper client learns S1 expired and opens a new session; the reply "
+                     "creating S2 is lost, the registration multi goes after it only on a Netty socket")
+        else:
+            ctx.step("3. heal: kazoo learns SESSIONEXPIRED, opens S3; the agent pipelines ConnectRequest + multi "
+                     "(S2's reply is lost)")
 
         def orphan() -> Any:
             stat = zk.exists(path)
             return stat if stat is not None and stat.ephemeralOwner != s1 else None
 
-        stat = ctx.wait(orphan, 6, "the re-registration")
+        stat = ctx.wait(orphan, 6 if not kafka else 2 * ctx.T + 6, "the re-registration")
         s2 = stat.ephemeralOwner if stat is not None else None
         if stat is not None:
-            ctx.step(f"   {path} re-created: czxid {stat.czxid}, owner {hx(s2)} — a session the broker never learnt")
+            ctx.step(f"   {path} re-created: czxid {stat.czxid}, owner {hx(s2)}" + (
+                " (whether the broker learnt this session, its log says)" if kafka
+                else " — a session the broker never learnt"))
         deadline = ctx.liveness_deadline()
         ctx.step(f"4. watch {path} until T + margin ({ctx.T * 1000:.0f} + {self.margin_ms} ms) after the heal "
                  "(the registration_liveness deadline)")
@@ -96,4 +117,6 @@ SCENARIO = Kafka14845(
     brokers=[1, 2],
     margin_ms=4000,  # covers PR #13558's retry budget: 4 backoffs of (T + 1 s)/5 = 3.2 s at T = 3 s
     pipeline_zkproxy=(TARGET,),
+    not_on_kafka=None,  # a released broker's own ZooKeeper client, through the wire proxy
+    agent_zk_socket="netty",  # pipeline_on_connect is the Netty client's behaviour
 )

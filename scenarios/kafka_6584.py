@@ -102,4 +102,8 @@ SCENARIO = Kafka6584(
     brokers=[1, 2],
     margin_ms=3000,
     zk_overrides={"sync_limit": 100},  # 20 s at tick 200 ms: the leader keeps leading with followers paused
+    # the story's faults (link cuts, pause, kill) would act on a real broker too, but only Kafka
+    # 2.0-2.1 has the bug, and the script reads agent events a 2.0 broker's log has not been parsed for
+    not_on_kafka="only Kafka 2.0-2.1 has the bug (fixed in 2.2.0 by KAFKA-7165); the real-broker variant of "
+                 "this story is not built yet",
 )

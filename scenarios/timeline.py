@@ -71,8 +71,8 @@ def _line(e: dict[str, Any]) -> str | None:  # noqa: C901, PLR0911, PLR0912 - on
     if not src.startswith("agent:"):
         return None
     a = f"[green]b{b}[/]   "
-    if f == "agent_start":
-        return f"{a} agent started (pid {v.get('pid')})"
+    if f == "agent_start":  # a real Kafka broker's (parsed from its log) carries no pid
+        return f"{a} agent started (pid {v.get('pid')})" if v.get("pid") is not None else f"{a} broker starting"
     if f == "session":
         return f"{a} session {v.get('state')} {hx(v.get('session_id'))}"
     if f == "register":

@@ -4,6 +4,7 @@
     harness repro KAFKA-14845            # expect the anomaly (exit 0 when the checker fires)
     harness repro KAFKA-14845 --fixed    # expect a clean run (exit 0 when the checker passes)
     harness repro KAFKA-14845 --runs 5   # reproduction rate and time per run (cluster kept up)
+    harness repro KAFKA-14845 --kafka 3.9.1 --zk-socket netty   # real Kafka brokers, same story
 
 Exit: 0 every run matched the expectation, 1 some run did not, 254 bad input (unknown or
 unavailable scenario, bad flags). The verdict is always the checkers' over the recorded history.
@@ -18,6 +19,7 @@ from typing import Any
 
 from rich.console import Console
 
+from harness.commands.kafkaflags import add_zk_client_args, fetch, kafka_brokers
 from harness.errors import EXIT_BAD_INPUT, UsageError
 
 
@@ -34,7 +36,47 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the registration checks on Spark too (the fencing invariants always do)")
     p.add_argument("--spark-master", metavar="URL", help="Spark master (default local[*])")
     p.add_argument("--no-timeline", action="store_true", help="do not print the per-run timeline")
+    p.add_argument("--kafka", metavar="VERSION",
+                   help="real Apache Kafka VERSION brokers (ZooKeeper mode, 2.x-3.9.x) in place of the agents; "
+                        "jars from Maven Central, cached under .local/kafka")
+    add_zk_client_args(p, "--kafka")
+    p.add_argument("--compare", metavar="kafka:VERSION",
+                   help="run the agents' variant and the real-broker variant with the same story and print "
+                        "both outcomes side by side (--zk-socket defaults to the socket the agents model)")
     p.set_defaults(func=run)
+
+
+def compare_option(args: argparse.Namespace, sc: Any) -> bool:
+    """``--compare kafka:VERSION`` folded into ``args.kafka`` (and ``args.zk_socket``, by default the
+    ZooKeeper client socket the scenario's agents model); False without ``--compare``."""
+    if args.compare is None:
+        return False
+    kind, _, version = args.compare.partition(":")
+    if kind != "kafka" or not version:
+        raise UsageError(f"--compare: expected kafka:VERSION (e.g. kafka:3.9.1), got {args.compare!r}")
+    if args.kafka is not None:
+        raise UsageError("--compare: give the version once: --compare kafka:VERSION without --kafka")
+    if args.runs != 1:
+        raise UsageError(f"--runs: --compare runs one pair, got {args.runs}")
+    args.kafka = version
+    args.zk_socket = args.zk_socket or sc.agent_zk_socket
+    return True
+
+
+def kafka_option(args: argparse.Namespace, sc: Any, ensemble: int | None = None) -> Any:
+    """The ``--kafka`` / ``--zk-socket`` / ``--zk-hosts`` flags as ``KafkaBrokers`` (None without
+    ``--kafka``); bad input is a ``UsageError`` naming the flag. ``ensemble``: servers in the
+    inventory, the most ``--zk-hosts`` can name."""
+    kafka = kafka_brokers(args.kafka, "--kafka", args, ensemble)
+    if kafka is None:
+        return None
+    if sc.not_on_kafka is not None:
+        raise UsageError(f"--kafka: {sc.id} cannot run on a real Kafka broker: {sc.not_on_kafka}")
+    if args.fixed:
+        from scenarios.fixes import fix_status
+
+        raise UsageError(f"--fixed: no Kafka release to run with --kafka: {sc.id}: {fix_status(sc.jira)}")
+    return kafka
 
 
 def _list(console: Console) -> int:
@@ -46,6 +88,8 @@ def _list(console: Console) -> int:
         state = "" if why is None else f"  [yellow](not available: {why})[/]"
         console.print(f"{sc.id:<30} {sc.title}{state}", highlight=False)
         console.print(f"{'':<30} [dim]fix: {fix_status(sc.jira)}[/]", highlight=False)
+        kafka = "runs with --kafka VERSION" if sc.not_on_kafka is None else f"not with --kafka: {sc.not_on_kafka}"
+        console.print(f"{'':<30} [dim]real brokers: {kafka}[/]", highlight=False)
     return 0
 
 
@@ -63,22 +107,32 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"repro: unknown scenario {args.id!r} (known: {', '.join(found)})")
     if args.runs < 1:
         raise UsageError(f"--runs: must be >= 1, got {args.runs}")
+    compare = compare_option(args, sc)
+    kafka = kafka_option(args, sc)
     why = sc.available()
-    if why is not None:
+    if why is not None and (kafka is None or compare):
         console.print(f"[yellow]{sc.id} is not available in this build:[/] {why}")
         return EXIT_BAD_INPUT
     from harness.engine import Engine
     from harness.inventory import load_inventory
     from scenarios.timeline import render
 
-    spec = sc.spec(args.fixed, spark=args.spark)
-    console.print(f"[bold]{sc.id}[/]: {sc.title}\n  toggles {spec.toggles}; expecting {spec.expect.describe()}")
+    inv = load_inventory(args.inventory)
+    kafka = kafka_option(args, sc, ensemble=len(inv.zookeepers))
+    if kafka is not None:
+        with console.status(f"resolving Kafka {kafka.version} (Maven Central, cached under .local/kafka)"):
+            fetch(kafka, "--compare" if compare else "--kafka")
+    if compare:
+        return _compare(console, args, sc, inv, kafka)
+    spec = sc.spec(args.fixed, spark=args.spark, kafka=kafka)
+    what = kafka.describe() if kafka is not None else f"toggles {spec.toggles}"
+    console.print(f"[bold]{sc.id}[/]: {sc.title}\n  {what}; expecting {spec.expect.describe()}")
     results = []
-    with Engine(load_inventory(args.inventory), args.store, console, args.spark_master, keep_warm=True) as engine:
+    with Engine(inv, args.store, console, args.spark_master, keep_warm=True) as engine:
         for i in range(args.runs):
             if args.runs > 1:
                 console.rule(f"run {i + 1}/{args.runs}")
-            res = engine.run(sc.spec(args.fixed, spark=args.spark))
+            res = engine.run(sc.spec(args.fixed, spark=args.spark, kafka=kafka))
             results.append(res)
             if not args.no_timeline:
                 console.print("[bold]timeline[/] (seconds from run start; event ids in the history)")
@@ -87,6 +141,48 @@ def run(args: argparse.Namespace) -> int:
             _print_result(console, res)
     _summary(console, sc.id, args.fixed, results, engine.cold_s)
     return 0 if all(r.matched for r in results) else 1
+
+
+def _compare(console: Console, args: argparse.Namespace, sc: Any, inv: Any, kafka: Any) -> int:
+    """The agents' variant, then the real brokers', the same story and seed; both outcomes side by
+    side. Exit as for one repro: 0 when both showed what was expected."""
+    import json
+    import random
+
+    from rich.table import Table
+
+    from harness.engine import Engine
+    from scenarios.compare import Side, compare_rows, same_verdict
+    from scenarios.timeline import render
+
+    seed = random.SystemRandom().randrange(2**31)
+    variants = [("agents", sc.spec(False, spark=args.spark)), (f"kafka {kafka.version} ({kafka.zk_socket})",
+                                                                sc.spec(False, spark=args.spark, kafka=kafka))]
+    console.print(f"[bold]{sc.id}[/]: {sc.title}\n  compare: the agents (toggles {variants[0][1].toggles}) and "
+                  f"{kafka.describe()}; seed {seed}")
+    sides: list[Side] = []
+    with Engine(inv, args.store, console, args.spark_master, keep_warm=False) as engine:
+        for label, spec in variants:
+            console.rule(label)
+            spec.seed = seed
+            res = engine.run(spec)
+            if not args.no_timeline:
+                for line in render(res.run_dir / "history.jsonl"):
+                    console.print(line)
+            _print_result(console, res)
+            history = res.run_dir / "history.jsonl"
+            events = [json.loads(x) for x in history.read_text().splitlines() if x.strip()] if history.exists() else []
+            sides.append(Side(label, res.verdicts, res.matched, res.reproduced, res.error, events))
+    table = Table(title=f"{sc.id}: the same story, side by side", show_lines=False)
+    table.add_column("")
+    for side in sides:
+        table.add_column(side.label)
+    for row in compare_rows(*sides):
+        table.add_row(*row)
+    console.print(table)
+    agree = "the same verdict" if same_verdict(*sides) else "[bold red]different verdicts[/]"
+    console.print(f"[bold]{sc.id} --compare kafka:{kafka.version}[/]: {agree}")
+    return 0 if all(s.matched for s in sides) else 1
 
 
 def _print_result(console: Console, res: Any) -> None:

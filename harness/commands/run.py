@@ -16,15 +16,19 @@ from typing import Any
 from rich.console import Console
 
 from agent.config import ConfigError, parse_toggle_args
+from harness.commands.kafkaflags import KAFKA_MARGIN_MS, add_zk_client_args, fetch, kafka_brokers
 from harness.errors import EXIT_CRASH, UsageError
 from harness.inventory import Inventory, load_inventory
-from harness.spec import TestSpec
+from harness.spec import KafkaBrokers, TestSpec
 from nemesis.schedule import Schedule, isolate_schedule
 from workloads import BUILDERS, WORKLOADS
 from workloads.base import Workload
 from workloads.register import READ_MODES
 
 DEFAULT_TEST = "isolate-broker"
+# the checkers a real broker's run can feed: its log says registrations and sessions, not the
+# controller's or the replicas' inner events the other checkers read from the agents
+KAFKA_CHECKERS = ("registration_epochs", "registration_liveness")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workload_args(p)
     p.add_argument("--test", default=None, help="test name used in the store path")
     p.add_argument("--junit", metavar="FILE", help="also write the verdict as JUnit XML (one testcase: the run)")
-    p.set_defaults(func=run)
+    p.add_argument("--brokers", metavar="kafka:VERSION", default=None,
+                   help="real Apache Kafka VERSION brokers (ZooKeeper mode) in place of the agents; checked by "
+                        "the registration checkers (workload none, no toggles; --margin-ms default "
+                        f"{KAFKA_MARGIN_MS})")
+    add_zk_client_args(p, "--brokers kafka:VERSION")
+    p.set_defaults(func=run, margin_ms=None)  # None: 3000 for agents, KAFKA_MARGIN_MS for real brokers
 
 
 def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> None:
@@ -99,6 +108,9 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     """The test a `run`-style command line describes; ``schedule`` overrides the flags' one."""
     if args.time_limit <= 0:
         raise UsageError(f"--time-limit: must be > 0 seconds, got {args.time_limit}")
+    kafka = brokers_from_args(args, inv)
+    if args.margin_ms is None:
+        args.margin_ms = KAFKA_MARGIN_MS if kafka is not None else 3000
     if args.margin_ms < 0:
         raise UsageError(f"--margin-ms: must be >= 0, got {args.margin_ms}")
     workload = workload_from_args(args)
@@ -107,9 +119,35 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     name = getattr(args, "test", None) or DEFAULT_TEST
     if schedule is None:
         schedule, name = _schedule_from_args(args, inv, seed, name)
+    if kafka is not None:
+        # what a real broker's log tells the checkers: its registrations (harness.kafkalog)
+        return TestSpec(name=name if getattr(args, "test", None) else f"{name}-kafka-{kafka.version}",
+                        zkproxy="all" if getattr(args, "zkproxy", False) else "off", kafka=kafka, workload=workload,
+                        schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms, seed=seed,
+                        checkers=KAFKA_CHECKERS, local_check=True, agents_end="kill")
     return TestSpec(name=name, toggles=toggles, zkproxy="all" if getattr(args, "zkproxy", False) else "off",
                     workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
                     seed=seed)
+
+
+def brokers_from_args(args: argparse.Namespace, inv: Inventory) -> KafkaBrokers | None:
+    """``--brokers kafka:VERSION`` (with ``--zk-socket``/``--zk-hosts``) as ``KafkaBrokers``; a
+    workload or toggles with it are bad input (they speak to, or configure, the agents)."""
+    brokers = getattr(args, "brokers", None)
+    if brokers is None:
+        return None if not hasattr(args, "zk_socket") else kafka_brokers(None, "--brokers kafka:VERSION", args)
+    kind, _, version = brokers.partition(":")
+    if kind != "kafka" or not version:
+        raise UsageError(f"--brokers: expected kafka:VERSION (e.g. kafka:3.9.1), got {brokers!r}")
+    kafka = kafka_brokers(version, "--brokers", args, len(inv.zookeepers))
+    if getattr(args, "workload", "none") != "none":
+        raise UsageError(f"--workload: the {args.workload} workload speaks the agents' protocol; with --brokers "
+                         "kafka:VERSION only none")
+    if args.toggle:
+        raise UsageError("--toggle: agent toggles do not apply to real Kafka brokers (--brokers)")
+    assert kafka is not None
+    fetch(kafka, "--brokers")
+    return kafka
 
 
 def _schedule_from_args(args: argparse.Namespace, inv: Inventory, seed: int, name: str) -> tuple[Schedule, str]:

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from harness.components.process import RemoteProcess
 from harness.errors import EXIT_BAD_INPUT, UsageError
 from harness.remote import Remote, RemoteError
 from harness.wait import wait_until
+from history import Event
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_CACHE = REPO_ROOT / ".local" / "kafka"
@@ -39,7 +41,7 @@ LOG4J_PROPERTIES = """\
 log4j.rootLogger=INFO, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
 log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
-log4j.appender.stdout.layout.ConversionPattern=[%d{ISO8601}] %p %m (%c)%n
+log4j.appender.stdout.layout.ConversionPattern=[%d{yyyy-MM-dd HH:mm:ss,SSSZ}] %p %m (%c)%n
 log4j.logger.org.apache.zookeeper=INFO
 log4j.logger.kafka.controller=INFO
 log4j.logger.state.change.logger=INFO
@@ -136,6 +138,9 @@ class KafkaSettings:
     heap_mb: int = 256
     java: str = "java"
     extra: dict[str, str] = field(default_factory=dict)  # more server.properties
+    # JVM system properties (-Dk=v): the ZooKeeper client reads ``zookeeper.clientCnxnSocket`` from
+    # here; Kafka applies its same-named broker property only with zookeeper.ssl.client.enable=true
+    system_props: dict[str, str] = field(default_factory=dict)
 
 
 def render_server_properties(broker_id: int, address: str, port: int, data_dir: str, s: KafkaSettings) -> str:
@@ -163,13 +168,19 @@ class KafkaBroker(RemoteProcess):
     role = "kafka"
 
     def __init__(self, name: str, broker_id: int, address: str, port: int, remote: Remote, workdir: str,
-                 settings: KafkaSettings) -> None:
+                 settings: KafkaSettings, peek_dir: Path | None = None, run: str = "",
+                 on_start: Callable[[KafkaBroker], None] = lambda broker: None) -> None:
+        """``peek_dir``: where ``events()`` downloads the log; ``on_start`` records the pid file for
+        `harness teardown` before the process exists."""
         super().__init__(name, remote, workdir, f"{workdir}/kafka.pid", f"{workdir}/kafka.log")
         parse_version(settings.version)
         self.broker_id = broker_id
         self.address = address
         self.port = port
         self.settings = settings
+        self.peek_dir = peek_dir
+        self.run = run
+        self.on_start = on_start
 
     @property
     def libs_dir(self) -> str:
@@ -201,8 +212,9 @@ class KafkaBroker(RemoteProcess):
 
     def command(self) -> tuple[str, dict[str, str] | None]:
         s, wd = self.settings, self.workdir
+        props = "".join(f"{shlex.quote(f'-D{k}={v}')} " for k, v in s.system_props.items())
         return (f"{shlex.quote(s.java)} -Xmx{s.heap_mb}m -Xms{s.heap_mb}m -XX:+UseSerialGC "
-                f"-XX:TieredStopAtLevel=1 -Djava.awt.headless=true "
+                f"-XX:TieredStopAtLevel=1 -Djava.awt.headless=true -Duser.timezone=UTC {props}"
                 f"-Dlog4j.configuration=file:{shlex.quote(wd + '/log4j.properties')} "
                 f"-cp {shlex.quote(self.libs_dir + '/*')} {MAIN_CLASS} {shlex.quote(wd + '/server.properties')}"), None
 
@@ -214,11 +226,15 @@ class KafkaBroker(RemoteProcess):
         """Start the broker; the log of a previous start (before a kill or bounce) is kept."""
         lf = shlex.quote(self.logfile)
         self.remote.run(f"if test -s {lf}; then cat {lf} >> {shlex.quote(self.previous_log)}; fi", timeout=60)
+        self.on_start(self)
         super().start()
 
     def logs(self, dest: Path) -> list[Path]:
         """This start's log and, after a restart, the earlier ones (``NAME-kafka-previous.log``)."""
-        prev = self.download(self.previous_log, dest / f"{self.name}-{self.role}-previous.log")
+        prev = None
+        # only after a restart: downloading a file that does not exist leaves an empty one behind
+        if self.remote.run(f"test -s {shlex.quote(self.previous_log)}", timeout=10).ok:
+            prev = self.download(self.previous_log, dest / f"{self.name}-{self.role}-previous.log")
         return [*super().logs(dest), *([prev] if prev is not None else [])]
 
     def started(self) -> bool:
@@ -236,6 +252,43 @@ class KafkaBroker(RemoteProcess):
     def wipe(self) -> None:
         """Delete the broker's log dirs (its partitions and meta.properties)."""
         self.remote.run(f"rm -rf {shlex.quote(self.data_dir)}", check=False)
+
+    # -- the broker's own account, parsed from its log (harness.kafkalog) -------------------------
+    def _log_lines(self, dest: Path) -> list[str] | None:
+        """Every start's log lines, oldest first; None when the broker never wrote a log."""
+        got = [self.download(p, dest / f"{self.name}-{i}.log")
+               for i, p in enumerate((self.previous_log, self.logfile))]
+        if not any(got):
+            return None
+        return [line for p in got if p is not None for line in p.read_text(errors="replace").splitlines()]
+
+    def parsed_events(self, dest: Path) -> list[Event] | None:
+        from harness.kafkalog import parse_broker_log, to_events
+
+        lines = self._log_lines(dest)
+        if lines is None:
+            return None
+        return to_events(parse_broker_log(lines, self.broker_id, self.settings.session_timeout_ms),
+                         self.broker_id, self.run)
+
+    def collect_events(self, dest: Path) -> Path | None:
+        """The events the broker's log says, as ``dest/kafka-N.jsonl`` (source ``agent:N``)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            events = self.parsed_events(Path(tmp))
+        if events is None:
+            return None
+        dest.mkdir(parents=True, exist_ok=True)
+        out = dest / f"kafka-{self.broker_id}.jsonl"
+        out.write_text("".join(e.to_json() + "\n" for e in events))
+        return out
+
+    def events(self) -> list[Event]:
+        """The broker's events so far (its log downloaded and parsed)."""
+        assert self.peek_dir is not None, "events() needs a peek_dir"
+        return self.parsed_events(self.peek_dir) or []
+
+    def wait_for(self, pred: Callable[[Event], bool], timeout: float, poll: float = 0.2) -> Event | None:
+        return wait_until(lambda: next((ev for ev in self.events() if pred(ev)), None), timeout, max(poll, 0.25))
 
 
 def main(argv: list[str] | None = None) -> int:

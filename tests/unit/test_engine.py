@@ -17,7 +17,7 @@ from harness.effects import Effects
 from harness.engine import Engine
 from harness.errors import RunInterrupted
 from harness.inventory import load_inventory
-from harness.spec import ANOMALY, Expectation, TestSpec
+from harness.spec import ANOMALY, Expectation, KafkaBrokers, TestSpec
 from history import EventWriter, read_events
 from nemesis.base import FaultOp
 from nemesis.schedule import Schedule, Step
@@ -74,6 +74,11 @@ class FakeCluster:
     def start_agents(self, toggles: Any = None, brokers: Any = None, extra: Any = None,
                      config_overrides: Any = None) -> None:
         self.calls.append(f"start_agents {toggles}")
+        for b in brokers or [n.broker_id for n in self.inv.brokers]:
+            self.agents[b] = FakeAgent(b)
+
+    def start_kafka(self, spec: Any, brokers: Any = None) -> None:
+        self.calls.append(f"start_kafka {spec.version} {spec.zk_socket} {spec.zk_hosts}")
         for b in brokers or [n.broker_id for n in self.inv.brokers]:
             self.agents[b] = FakeAgent(b)
 
@@ -343,7 +348,25 @@ def test_a_client_that_raises_completes_its_op_as_info(tmp_path: Path) -> None:
     assert [e.type for e in read_events(tmp_path / "c.jsonl")] == ["invoke", "info"]
 
 
+def test_real_kafka_brokers_take_the_agents_place_in_the_same_run(tmp_path: Path) -> None:
+    with engine(tmp_path, FakeNemesis()) as eng:
+        out = eng.run(TestSpec("t", kafka=KafkaBrokers("3.9.1", "netty", 2), brokers=[1, 2], recovery=False,
+                               agents_end="kill", time_limit=0.1))
+    cluster = FakeCluster.instances[0]
+    assert cluster.calls == ["start", "record_run_dir", "start_kafka 3.9.1 netty 2", "kill_agents", "collect",
+                             "retire_agents", "teardown"]
+    assert next(e for e in history(out) if e.f == "run_end").value["live_brokers"] == [1, 2]
+    run = json.loads((out.run_dir / "run.json").read_text())
+    assert run["kafka"] == {"version": "3.9.1", "zk_socket": "netty", "zk_hosts": 2}
+
+
 def test_a_test_spec_refuses_what_the_engine_cannot_run() -> None:
+    with pytest.raises(ValueError):
+        KafkaBrokers("3.9.1", zk_socket="epoll")
+    with pytest.raises(ValueError):
+        KafkaBrokers("3.9.1", zk_hosts=0)
+    with pytest.raises(ValueError):
+        TestSpec("t", kafka=KafkaBrokers("3.9.1"), pipeline_zkproxy=(2,))
     with pytest.raises(ValueError):
         TestSpec("t", zkproxy="some")
     with pytest.raises(ValueError):

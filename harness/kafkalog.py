@@ -1,0 +1,122 @@
+"""A real Kafka broker's log → the history events the checkers read from a broker (pure).
+
+The Python agents write their own events (``agent_start``, ``session``, ``register``...); a real
+Kafka broker writes only its log4j log. The lines that say the same things are parsed here into
+the same kinds, under the same source (``agent:<broker id>``: the broker's own account), so the
+registration checkers and the timeline read a real broker's run like an agent's:
+
+- ``starting (kafka.server.KafkaServer)`` → ``agent_start`` (with the configured session timeout);
+- ZooKeeper's ``Session establishment complete ..., session id = 0x..`` → ``session connected``;
+  ``Unable to reconnect ..., session 0x.. has expired`` → ``session expired``;
+  ``Session: 0x.. closed`` → ``session closed``;
+- ``Registered broker N at path /brokers/ids/N ..., czxid (broker epoch): E`` → ``register ok``
+  (epoch = czxid = E, under the session last established: Kafka does not log it);
+- CheckedEphemeral's ``Error while creating ephemeral at /brokers/ids/N, node already exists and
+  owner '0x..' does not match current session '0x..'`` → ``register fail`` (NODEEXISTS, permanent:
+  Kafka's ZooKeeper mode never retries it);
+- ``[KafkaServer id=N] Fatal error during KafkaServer startup`` → ``startup_failed``;
+- ``[KafkaServer id=N] shut down completed`` → ``agent_stop``.
+
+Timestamps are the log's (``[yyyy-MM-dd HH:mm:ss,SSS+zzzz]``, or without a zone: UTC, which the
+harness sets for the broker JVM); the node's clock is the control node's on the embedded
+inventory, and on external nodes as good as their clock sync.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from history import Event
+
+_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d,\d{3})([+-]\d{4})?\] (\w+) (.*)$")
+# before broker.id is read the server logs without its "[KafkaServer id=N] " prefix
+_STARTING = re.compile(r"^(?:\[KafkaServer id=(\d+)\] )?starting \(kafka\.server\.KafkaServer\)")
+_SHUTDOWN = re.compile(r"\[KafkaServer id=(\d+)\] shut down completed")
+_FATAL = re.compile(r"\[KafkaServer id=(\d+)\] Fatal error during KafkaServer startup")
+_ESTABLISHED = re.compile(r"Session establishment complete on server (\S+), session ?id = (0x[0-9a-fA-F]+), "
+                          r"negotiated timeout = (\d+)")
+_EXPIRED = re.compile(r"Unable to reconnect to ZooKeeper service, session (0x[0-9a-fA-F]+) has expired")
+_CLOSED = re.compile(r"Session: (0x[0-9a-fA-F]+) closed")
+_REGISTERED = re.compile(r"Registered broker (\d+) at path (/brokers/ids/\d+) with addresses: (.*), "
+                         r"czxid \(broker epoch\): (-?\d+)")
+# Kafka 3.x writes the two session ids in hex, 2.x in decimal
+_FOREIGN_OWNER = re.compile(r"Error while creating ephemeral at (\S+), node already exists and owner "
+                            r"'(0x[0-9a-fA-F]+|\d+)' does not match current session '(0x[0-9a-fA-F]+|\d+)'")
+
+
+@dataclass
+class ParsedEvent:
+    """One event a log line says, before it gets its place in a history (``to_events``)."""
+
+    t_wall: float
+    f: str
+    type: str = "event"
+    value: dict[str, Any] = field(default_factory=dict)
+    line: int = 0  # the 1-based log line it comes from
+
+
+def _session(text: str) -> int:
+    return int(text, 16) if text.lower().startswith("0x") else int(text)
+
+
+def log_time(stamp: str, zone: str | None) -> float:
+    """Seconds since the epoch of a log4j ``yyyy-MM-dd HH:mm:ss,SSS`` stamp (UTC without a zone)."""
+    t = datetime.strptime(stamp.replace("T", " ") + (zone or "+0000"), "%Y-%m-%d %H:%M:%S,%f%z")
+    return t.astimezone(UTC).timestamp()
+
+
+def parse_broker_log(lines: Iterable[str], broker_id: int, session_timeout_ms: int | None = None) -> list[ParsedEvent]:
+    """The events broker ``broker_id``'s log says, in log order; other lines (and the continuation
+    lines of multi-line messages) say none."""
+    out: list[ParsedEvent] = []
+    session: int | None = None  # the session the broker's ZooKeeper client last established
+    path = f"/brokers/ids/{broker_id}"
+    for n, raw in enumerate(lines, 1):
+        m = _LINE.match(raw.rstrip("\n"))
+        if m is None:
+            continue
+        t, msg = log_time(m[1], m[2]), m[4]
+
+        def add(f: str, type_: str = "event", _t: float = t, _n: int = n, **value: Any) -> None:
+            out.append(ParsedEvent(_t, f, type_, {"broker_id": broker_id, **value}, _n))
+
+        if (s := _STARTING.search(msg)) and (s[1] is None or int(s[1]) == broker_id):
+            session = None
+            add("agent_start", session_timeout_ms=session_timeout_ms)
+        elif s := _ESTABLISHED.search(msg):
+            session = int(s[2], 16)
+            add("session", state="connected", session_id=session, negotiated_timeout_ms=int(s[3]))
+        elif s := _EXPIRED.search(msg):
+            last = out[-1] if out else None
+            # ZooKeeper 3.5's client says it twice (WARN, then INFO "..., closing socket connection")
+            if not (last and last.f == "session" and last.value.get("state") == "expired"
+                    and last.value.get("session_id") == int(s[1], 16)):
+                add("session", state="expired", session_id=int(s[1], 16))
+            if session == int(s[1], 16):
+                session = None
+        elif s := _CLOSED.search(msg):
+            add("session", state="closed", session_id=int(s[1], 16))
+            if session == int(s[1], 16):
+                session = None
+        elif (s := _REGISTERED.search(msg)) and int(s[1]) == broker_id:
+            epoch = int(s[4])
+            add("register", "ok", session_id=session, epoch=epoch, czxid=epoch, addr=s[3])
+        elif (s := _FOREIGN_OWNER.search(msg)) and s[1] == path:
+            add("register", "fail", session_id=_session(s[3]), owner=_session(s[2]), error="NODEEXISTS",
+                permanent=True, retryable=False)
+        elif (s := _FATAL.search(msg)) and int(s[1]) == broker_id:
+            add("startup_failed", reason="Fatal error during KafkaServer startup")
+        elif (s := _SHUTDOWN.search(msg)) and int(s[1]) == broker_id:
+            add("agent_stop", reason="shut down completed", session_id=session)
+            session = None
+    return out
+
+
+def to_events(parsed: list[ParsedEvent], broker_id: int, run: str = "") -> list[Event]:
+    """History events (``agent:<broker id>``, numbered in log order) of a broker's parsed log."""
+    return [Event(run=run, src=f"agent:{broker_id}", seq=i, t_wall=p.t_wall, t_mono=0, type=p.type, f=p.f,
+                  process=broker_id, value=p.value) for i, p in enumerate(parsed, 1)]

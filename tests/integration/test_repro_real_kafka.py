@@ -1,0 +1,85 @@
+"""`harness repro KAFKA-14845 --kafka 3.9.1 --zk-socket netty`: the JIRA's story on released Kafka
+brokers (ZooKeeper mode), every broker connection through Toxiproxy and the ZooKeeper wire proxy.
+
+The whole command runs as a user runs it. The verdict is the registration_liveness checker's over
+the history, whose broker events are parsed from the real brokers' logs: broker 2 is up but not
+registered T + margin after the heal, because the session ZooKeeper created for it (its reply lost
+by the proxy) took /brokers/ids/2 with the Netty client's pipelined registration, and Kafka's
+CheckedEphemeral gave up on that foreign owner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cluster import STATE_DIR
+from harness.components.kafka import fetch_kafka
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
+
+REPO = Path(__file__).resolve().parents[2]
+VERSION = "3.9.1"
+
+
+def _events(history: Path) -> list[dict]:
+    return [json.loads(line) for line in history.read_text().splitlines() if line.strip()]
+
+
+def _java_cmdlines() -> list[str]:
+    out = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "kafka.Kafka" in cmd:
+            out.append(cmd)
+    return out
+
+
+def test_real_kafka_broker_never_reregisters_after_the_lost_create_session_reply(tmp_path):
+    fetch_kafka(VERSION)  # real Maven; a no-op once cached
+    store = tmp_path / "store"
+    states_before = set(STATE_DIR.glob("*.json")) if STATE_DIR.exists() else set()
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "repro", "KAFKA-14845", "--kafka", VERSION,
+                        "--zk-socket", "netty", "--store", str(store), "--no-timeline"],
+                       capture_output=True, text=True, timeout=840, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "REPRODUCED" in p.stdout and "reproduced 1/1" in p.stdout
+    (run_dir,) = [d for d in store.glob("repro-KAFKA-14845-kafka-3.9.1/*") if d.is_dir() and not d.is_symlink()]
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["kafka"] == {"version": VERSION, "zk_socket": "netty", "zk_hosts": None}
+    assert run["zkproxy"] == "all"
+
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["checkers"]["registration_liveness"]["valid"] is False
+    (anomaly,) = results["anomalies"]
+    assert anomaly["broker"] == 2 and "broker 2 is alive but not registered" in anomaly["message"]
+
+    events = _events(run_dir / "history.jsonl")
+    by_id = {e["id"]: e for e in events}
+    # the broker is up at the end, and ZooKeeper's final word is: no /brokers/ids/2
+    (run_end,) = [e for e in events if e["f"] == "run_end"]
+    assert 2 in run_end["value"]["live_brokers"]
+    final = [e for e in events if e["f"] == "broker_znode" and e["value"]["final"] and e["value"]["broker_id"] == 2]
+    assert final and final[-1]["value"]["exists"] is False
+    # the orphan: the session whose ConnectResponse the proxy dropped owned /brokers/ids/2 when the
+    # broker (its log, parsed) was refused with NODEEXISTS; the anomaly cites that refusal
+    orphans = {e["value"]["session_id"] for e in events
+               if e["src"] == "zkproxy" and e["f"] == "session_established" and not e["value"]["forwarded_to_client"]}
+    refused = [by_id[i] for i in anomaly["event_ids"] if i.startswith("agent:2/")]
+    assert refused and refused[-1]["f"] == "register" and refused[-1]["type"] == "fail"
+    assert refused[-1]["value"]["owner"] in orphans
+    assert refused[-1]["value"]["session_id"] not in orphans  # the broker's own, later session
+    # the brokers' logs are in the run directory
+    assert "Error while creating ephemeral at /brokers/ids/2" in (run_dir / "logs" / "b2-kafka.log").read_text()
+
+    # nothing left running: the run's state file is gone and no broker JVM of this run survives
+    assert (set(STATE_DIR.glob("*.json")) if STATE_DIR.exists() else set()) <= states_before
+    assert not [c for c in _java_cmdlines() if run["scratch"] in c]

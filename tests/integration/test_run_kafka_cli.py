@@ -1,0 +1,44 @@
+"""`harness run --brokers kafka:VERSION`: the test its flags describe, and bad input (no cluster
+needed; the jars are resolved with Maven, cached under .local/kafka)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cli import build_parser, main
+from harness.commands.kafkaflags import KAFKA_MARGIN_MS
+from harness.commands.run import spec_from_args
+from harness.inventory import load_inventory
+from harness.spec import KafkaBrokers
+
+pytestmark = pytest.mark.integration
+
+
+def test_real_brokers_run_the_registration_checkers_with_a_jvm_sized_margin():
+    inv = load_inventory()
+    args = build_parser().parse_args(["run", "--brokers", "kafka:3.9.1", "--zk-socket", "netty", "--zk-hosts", "2",
+                                      "--seed", "7", "--faults", "kill,partition"])
+    spec = spec_from_args(args, inv)
+    assert spec.kafka == KafkaBrokers("3.9.1", "netty", 2)
+    assert spec.checkers == ("registration_epochs", "registration_liveness") and spec.local_check
+    assert spec.margin_ms == KAFKA_MARGIN_MS and spec.toggles == {} and spec.name == "isolate-broker-kafka-3.9.1"
+    explicit = spec_from_args(build_parser().parse_args(["run", "--brokers", "kafka:3.9.1", "--margin-ms", "9000"]),
+                              inv)
+    assert explicit.margin_ms == 9000 and explicit.kafka == KafkaBrokers("3.9.1", "nio", None)
+    agents = spec_from_args(build_parser().parse_args(["run"]), inv)
+    assert agents.kafka is None and agents.margin_ms == 3000 and agents.checkers is None
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--brokers", "kafka:4.0.0"], "--brokers: Kafka 4.0.0: 4.0 and later have no ZooKeeper mode"),
+    (["--brokers", "kafka:3.9.99"], "--brokers: Kafka 3.9.99: Maven could not resolve"),
+    (["--brokers", "agents"], "--brokers: expected kafka:VERSION"),
+    (["--brokers", "kafka:3.9.1", "--workload", "queue"], "--workload: the queue workload speaks the agents'"),
+    (["--brokers", "kafka:3.9.1", "--toggle", "registration=3x"], "--toggle: agent toggles do not apply"),
+    (["--brokers", "kafka:3.9.1", "--zk-hosts", "0"], "--zk-hosts: must be >= 1"),
+    (["--zk-socket", "netty"], "--zk-socket: only with --brokers kafka:VERSION"),
+], ids=["kraft-only", "unresolvable", "not-kafka", "workload", "toggle", "zero-hosts", "socket-alone"])
+def test_bad_brokers_flags_are_one_line_exit_254(argv, says, capsys):
+    assert main(["run", *argv]) == 254
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"harness: {says}"), err

@@ -1,0 +1,65 @@
+"""`harness run --brokers kafka:3.9.1`: real Kafka brokers under a scripted schedule (one broker
+killed and restarted, another isolated past its session timeout), checked by the registration
+checkers over the events parsed from their logs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.components.kafka import fetch_kafka
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEDULE = """\
+name = "kafka-kill-isolate"
+
+[[step]]
+at = 1.0
+fault = "kill"
+targets = ["b1"]
+duration = 1.0
+
+[[step]]
+at = 2.0
+fault = "isolate"
+targets = ["b2"]
+duration = 7.0
+"""
+
+
+def test_real_brokers_reregister_after_a_kill_and_an_expiry(tmp_path):
+    fetch_kafka("3.9.1")
+    schedule = tmp_path / "kafka-kill-isolate.toml"
+    schedule.write_text(SCHEDULE)
+    store = tmp_path / "store"
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--brokers", "kafka:3.9.1", "--schedule",
+                        str(schedule), "--time-limit", "10", "--store", str(store)],
+                       capture_output=True, text=True, timeout=840, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    (run_dir,) = [d for d in store.glob("kafka-kill-isolate-kafka-3.9.1/*") if d.is_dir() and not d.is_symlink()]
+    results = json.loads((run_dir / "results.json").read_text())
+    assert set(results["checkers"]) == {"registration_epochs", "registration_liveness"}
+    assert results["valid"] is True, results
+    assert results["checkers"]["registration_epochs"]["stats"]["unconfirmed_registrations"] == 0
+    events = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines() if x.strip()]
+
+    def of(broker: int, f: str, type_: str = "event") -> list[dict]:
+        return [e for e in events if e["src"] == f"agent:{broker}" and e["f"] == f and e["type"] == type_]
+
+    # b1: killed and started again (two starts in its log), registered with a larger epoch
+    assert len(of(1, "agent_start")) == 2
+    epochs1 = [e["value"]["epoch"] for e in of(1, "register", "ok")]
+    assert len(epochs1) == 2 and epochs1[1] > epochs1[0]
+    # b2: its session expired while isolated; it registered again under a new session
+    assert [e["value"]["state"] for e in of(2, "session") if e["value"]["state"] == "expired"]
+    regs2 = of(2, "register", "ok")
+    assert len(regs2) == 2 and regs2[1]["value"]["session_id"] != regs2[0]["value"]["session_id"]
+    # the first start's log survives the restart, in the run directory
+    assert "[KafkaServer id=1] started" in (run_dir / "logs" / "b1-kafka-previous.log").read_text()

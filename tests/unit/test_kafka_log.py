@@ -1,0 +1,98 @@
+"""A real Kafka broker's log → history events (``harness.kafkalog``), on lines a Kafka 3.9.1 broker
+wrote in a ``harness repro KAFKA-14845 --kafka 3.9.1 --zk-socket netty`` run (broker 2)."""
+
+from __future__ import annotations
+
+from harness.kafkalog import log_time, parse_broker_log, to_events
+
+# verbatim, in log order (the continuation line of a stack trace included)
+LOG = """\
+[2026-11-23 23:00:43,571+0000] INFO Registered kafka:type=kafka.Log4jController MBean (kafka.utils.Log4jControllerRegistration$)
+[2026-11-23 23:00:44,901+0000] INFO starting (kafka.server.KafkaServer)
+[2026-11-23 23:00:46,434+0000] INFO Session establishment complete on server /127.0.0.1:45217, session id = 0x300024883eb0002, negotiated timeout = 3000 (org.apache.zookeeper.ClientCnxn)
+\tzookeeper.session.timeout.ms = 3000
+[2026-11-23 23:00:52,196+0000] INFO Registered broker 2 at path /brokers/ids/2 with addresses: PLAINTEXT://127.0.0.22:53137, czxid (broker epoch): 4294967341 (kafka.zk.KafkaZkClient)
+[2026-11-23 23:00:52,231+0000] INFO [KafkaServer id=2] started (kafka.server.KafkaServer)
+[2026-11-23 23:00:56,624+0000] WARN Unable to reconnect to ZooKeeper service, session 0x300024883eb0002 has expired (org.apache.zookeeper.ClientCnxn)
+[2026-11-23 23:00:56,625+0000] ERROR Unexpected throwable (org.apache.zookeeper.ClientCnxnSocketNetty)
+org.apache.zookeeper.ClientCnxn$SessionExpiredException: Unable to reconnect to ZooKeeper service, session 0x300024883eb0002 has expired
+[2026-11-23 23:00:58,499+0000] INFO Session establishment complete on server /127.0.0.1:42531, session id = 0x200024886330000, negotiated timeout = 3000 (org.apache.zookeeper.ClientCnxn)
+[2026-11-23 23:00:58,546+0000] ERROR Error while creating ephemeral at /brokers/ids/2, node already exists and owner '0x100024883940001' does not match current session '0x200024886330000' (kafka.zk.KafkaZkClient$CheckedEphemeral)
+[2026-11-23 23:00:58,573+0000] ERROR [Controller id=2] Error processing event RegisterBrokerAndReelect (kafka.controller.KafkaController)
+"""
+
+# a broker whose controller Startup failed on an expired session (the same Kafka 3.9.1)
+FAILED_START = """\
+[2026-11-23 22:57:50,614+0000] INFO starting (kafka.server.KafkaServer)
+[2026-11-23 22:57:57,732+0000] ERROR [KafkaServer id=2] Fatal error during KafkaServer startup. Prepare to shutdown (kafka.server.KafkaServer)
+[2026-11-23 22:57:59,430+0000] INFO Session establishment complete on server /127.0.0.1:39649, session id = 0x1000245f2200003, negotiated timeout = 3000 (org.apache.zookeeper.ClientCnxn)
+[2026-11-23 22:57:59,596+0000] INFO Session: 0x1000245f2200003 closed (org.apache.zookeeper.ZooKeeper)
+[2026-11-23 22:57:59,676+0000] INFO [KafkaServer id=2] shut down completed (kafka.server.KafkaServer)
+"""
+
+
+def test_log_time_reads_the_zone_and_defaults_to_utc():
+    assert log_time("2026-11-23 23:00:44,901", "+0000") == log_time("2026-11-23 23:00:44,901", None)
+    assert log_time("2026-11-23 23:00:44,901", "+0100") == log_time("2026-11-23 22:00:44,901", None)
+    assert round(log_time("1970-01-01 00:00:01,250", None), 3) == 1.25
+
+
+def test_registration_expiry_and_the_checked_ephemeral_refusal():
+    got = parse_broker_log(LOG.splitlines(), broker_id=2, session_timeout_ms=3000)
+    assert [(e.f, e.type) for e in got] == [
+        ("agent_start", "event"), ("session", "event"), ("register", "ok"), ("session", "event"),
+        ("session", "event"), ("register", "fail")]
+    start, s1, reg, expired, s3, refused = got
+    assert start.value == {"broker_id": 2, "session_timeout_ms": 3000} and start.line == 2
+    assert s1.value == {"broker_id": 2, "state": "connected", "session_id": 0x300024883eb0002,
+                        "negotiated_timeout_ms": 3000}
+    # Kafka logs no session with the registration: it is the one last established
+    assert reg.value["epoch"] == reg.value["czxid"] == 4294967341 and reg.value["session_id"] == 0x300024883eb0002
+    assert expired.value["state"] == "expired" and expired.value["session_id"] == 0x300024883eb0002
+    assert s3.value["session_id"] == 0x200024886330000
+    assert refused.value == {"broker_id": 2, "session_id": 0x200024886330000, "owner": 0x100024883940001,
+                             "error": "NODEEXISTS", "permanent": True, "retryable": False}
+    assert refused.t_wall == log_time("2026-11-23 23:00:58,546", "+0000")
+
+
+def test_other_brokers_lines_and_paths_say_nothing_about_this_one():
+    assert [e.f for e in parse_broker_log(LOG.splitlines(), broker_id=1)] == ["agent_start", "session", "session",
+                                                                               "session"]
+
+
+def test_failed_startup_close_and_shutdown():
+    got = parse_broker_log(FAILED_START.splitlines(), broker_id=2)
+    assert [(e.f, e.value.get("state")) for e in got] == [
+        ("agent_start", None), ("startup_failed", None), ("session", "connected"), ("session", "closed"),
+        ("agent_stop", None)]
+    assert got[-1].value["session_id"] is None  # closed before the shutdown completed
+
+
+def test_events_are_the_brokers_own_source_numbered_in_log_order():
+    events = to_events(parse_broker_log(LOG.splitlines(), broker_id=2), broker_id=2, run="r1")
+    assert [e.id for e in events] == [f"agent:2/{i}" for i in range(1, 7)]
+    assert all(e.process == 2 and e.run == "r1" for e in events)
+    assert [e.t_wall for e in events] == sorted(e.t_wall for e in events)
+
+
+# Kafka 2.8.2 (ZooKeeper client 3.5.9): "sessionid", and the expiry said twice
+LOG_2_8 = """\
+[2026-11-23 23:12:52,969+0000] INFO Session establishment complete on server localhost/127.0.0.1:37279, sessionid = 0x3000253a3be0000, negotiated timeout = 3000 (org.apache.zookeeper.ClientCnxn)
+[2026-11-23 23:13:01,536+0000] WARN Unable to reconnect to ZooKeeper service, session 0x3000253a3be0000 has expired (org.apache.zookeeper.ClientCnxn)
+[2026-11-23 23:13:01,537+0000] INFO Unable to reconnect to ZooKeeper service, session 0x3000253a3be0000 has expired, closing socket connection (org.apache.zookeeper.ClientCnxn)
+"""
+
+
+def test_the_zookeeper_3_5_client_of_kafka_2_8():
+    got = parse_broker_log(LOG_2_8.splitlines(), broker_id=2)
+    assert [(e.value["state"], e.value["session_id"]) for e in got] == [
+        ("connected", 0x3000253a3be0000), ("expired", 0x3000253a3be0000)]
+
+
+def test_kafka_2_8_names_the_foreign_owner_in_decimal():
+    line = ("[2026-11-23 23:14:37,049+0000] ERROR Error while creating ephemeral at /brokers/ids/2, node already "
+            "exists and owner '72060158440243204' does not match current session '144117752486625281' "
+            "(kafka.zk.KafkaZkClient$CheckedEphemeral)")
+    (refused,) = parse_broker_log([line], broker_id=2)
+    assert (refused.f, refused.type) == ("register", "fail")
+    assert refused.value["owner"] == 0x100025512_4a0004 and refused.value["session_id"] == 144117752486625281
