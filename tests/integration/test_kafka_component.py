@@ -67,7 +67,9 @@ def test_real_kafka_broker_registers_is_killed_restarted_and_stopped(zk_server, 
     chroot = f"/kafka-{uuid.uuid4().hex[:8]}"  # the session-wide server stays clean
     host = NODE
     port = free_port(host)
-    settings = KafkaSettings(VERSION, f"{zk_server.connect_string}{chroot}", session_timeout_ms=3000)
+    # T = 10 s: the pause below must stay well inside the session even on a loaded machine (at 3 s a
+    # pause that took the JVM a while to reach every thread once outlasted it and the session expired)
+    settings = KafkaSettings(VERSION, f"{zk_server.connect_string}{chroot}", session_timeout_ms=10000)
     # shipped over SSH (SFTP) to the node's workdir, started and signalled over SSH
     broker = KafkaBroker("kafka1", 1, host, port, node, str(tmp_path / "kafka1"), settings)
     ids = f"{chroot}/brokers/ids/1"
@@ -80,7 +82,7 @@ def test_real_kafka_broker_registers_is_killed_restarted_and_stopped(zk_server, 
         broker.install(kafka_libs)
         props = Path(broker.workdir, "server.properties").read_text()
         assert f"listeners=PLAINTEXT://{host}:{port}\n" in props
-        assert "zookeeper.session.timeout.ms=3000\n" in props and f"log.dirs={broker.data_dir}\n" in props
+        assert "zookeeper.session.timeout.ms=10000\n" in props and f"log.dirs={broker.data_dir}\n" in props
         broker.start()
         first = wait_for(registration, 180, f"{ids} to appear")
         broker.wait_started()
