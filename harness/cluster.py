@@ -85,6 +85,9 @@ class RunState:
     # (node → [remote path, local file name]): `harness teardown` salvages them after a crash.
     run_dir: str | None = None
     agent_events: dict[str, list[str]] = field(default_factory=dict)
+    # A real Kafka broker writes a log, not events (node → [broker id, session timeout ms, its log
+    # paths oldest first]): `harness teardown` parses them into the broker's events (harness.kafkalog).
+    kafka_logs: dict[str, list[Any]] = field(default_factory=dict)
     # The control-node process that owns the run: `harness teardown` leaves live runs alone.
     owner_pid: int = field(default_factory=os.getpid)
     owner_start: int | None = field(default_factory=lambda: process_start_time(os.getpid()))
@@ -108,6 +111,11 @@ class RunState:
     def add_agent_events(self, node: str, remote_path: str, local_name: str) -> None:
         with self._lock:
             self.agent_events[node] = [remote_path, local_name]
+            self.save()
+
+    def add_kafka_log(self, node: str, broker_id: int, session_timeout_ms: int, log_paths: list[str]) -> None:
+        with self._lock:
+            self.kafka_logs[node] = [broker_id, session_timeout_ms, log_paths]
             self.save()
 
     def remove(self) -> None:
@@ -383,6 +391,8 @@ class Cluster:
                                  f"{self.node_workdir(node)}/kafka", settings, peek_dir=self.scratch / "peek",
                                  run=self.run_id, on_start=lambda b: self.state.add_pidfile(b.name, b.pidfile))
             self.agents[node.broker_id] = broker  # before it exists: a failed start elsewhere still stops it
+            self.state.add_kafka_log(node.name, node.broker_id, settings.session_timeout_ms,
+                                     [broker.previous_log, broker.logfile])
             broker.install(libs)
             broker.start()
             # registered is not started: a fault before "started" makes Kafka give up its startup
@@ -400,6 +410,7 @@ class Cluster:
         """The run now playing on this cluster (a warm cluster plays several)."""
         self.state.run_dir = str(run_dir)
         self.state.agent_events.clear()
+        self.state.kafka_logs.clear()
         self.state.save()
 
     def agent(self, broker_id: int) -> AgentProcess:

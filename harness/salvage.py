@@ -3,7 +3,8 @@
 
 The run engine does this itself on SIGINT/SIGTERM; after a SIGKILL of the control node it is
 ``harness teardown`` that calls ``salvage`` with what the run recorded in its state file (the run
-directory, each agent's event file on its node) and a way to copy a file from a node.
+directory, each agent's event file on its node, each real Kafka broker's log files, which are
+parsed into its events as the engine parses them at a run's end) and a way to copy a file from a node.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def salvage(state: dict[str, Any], fetch: Callable[[str, str, Path], bool]) -> i
     events.mkdir(exist_ok=True)
     for node, (remote_path, local_name) in sorted(state.get("agent_events", {}).items()):
         fetch(node, remote_path, events / local_name)
+    for node, (broker_id, timeout_ms, log_paths) in sorted(state.get("kafka_logs", {}).items()):
+        _salvage_kafka_log(node, int(broker_id), timeout_ms, log_paths, fetch, run_dir, state.get("run_id", ""))
     harness = events / "harness.jsonl"
     if harness.exists() and has_torn_tail(harness):
         _drop_torn_tail(harness)  # the line the dying process was writing
@@ -36,6 +39,22 @@ def salvage(state: dict[str, Any], fetch: Callable[[str, str, Path], bool]) -> i
         w.emit("run_interrupted", reason=SALVAGED)
     sources = [read_events(p) for p in sorted(events.glob("*.jsonl"))]
     return write_history(merge(sources), run_dir / "history.jsonl")
+
+
+def _salvage_kafka_log(node: str, broker_id: int, timeout_ms: int | None, log_paths: list[str],
+                       fetch: Callable[[str, str, Path], bool], run_dir: Path, run_id: str) -> None:
+    from harness.kafkalog import parse_broker_log, to_events
+
+    logs = run_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    lines: list[str] = []
+    for i, remote in enumerate(log_paths):
+        local = logs / f"{node}-kafka-{i}.log"
+        if fetch(node, remote, local) and local.exists():
+            lines += local.read_text(errors="replace").splitlines()
+    if lines:
+        events = to_events(parse_broker_log(lines, broker_id, timeout_ms), broker_id, run_id)
+        (run_dir / "events" / f"kafka-{broker_id}.jsonl").write_text("".join(e.to_json() + "\n" for e in events))
 
 
 def _drop_torn_tail(path: Path) -> None:

@@ -96,3 +96,33 @@ def test_kafka_2_8_names_the_foreign_owner_in_decimal():
     (refused,) = parse_broker_log([line], broker_id=2)
     assert (refused.f, refused.type) == ("register", "fail")
     assert refused.value["owner"] == 0x100025512_4a0004 and refused.value["session_id"] == 144117752486625281
+
+
+def test_teardown_salvage_parses_a_real_brokers_log_into_its_events(tmp_path):
+    """After a SIGKILL of the control node, ``harness teardown`` salvages the run: a Kafka broker's
+    events come from its log files (the earlier start's may be missing), fetched from its node."""
+    import shutil
+
+    from harness.salvage import SALVAGED, salvage
+    from history import read_events
+
+    node_dir, run_dir = tmp_path / "node", tmp_path / "run"
+    node_dir.mkdir()
+    run_dir.mkdir()
+    (node_dir / "kafka.log").write_text(LOG)
+
+    def fetch(node: str, remote: str, local):  # noqa: ANN001 - the embedded nodes' files are local
+        assert node == "b2"
+        try:
+            shutil.copyfile(remote, local)
+        except OSError:
+            return False
+        return True
+
+    state = {"run_dir": str(run_dir), "run_id": "r1", "agent_events": {},
+             "kafka_logs": {"b2": [2, 3000, [str(node_dir / "kafka-previous.log"), str(node_dir / "kafka.log")]]}}
+    assert salvage(state, fetch) == 7
+    events = list(read_events(run_dir / "history.jsonl"))
+    assert [(e.src, e.f, e.type) for e in events if e.src == "agent:2"][2] == ("agent:2", "register", "ok")
+    assert events[-1].f == "run_interrupted" and events[-1].value["reason"] == SALVAGED
+    assert (run_dir / "logs" / "b2-kafka-1.log").read_text() == LOG, "the log itself is kept with the run"
