@@ -107,13 +107,22 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     name = getattr(args, "test", None) or DEFAULT_TEST
     if schedule is None:
         schedule, name = _schedule_from_args(args, inv, seed, name)
+    from nemesis.episodes import needs
+
+    # an episode that loses a pipelined re-registration's reply needs every broker's pipelining
+    # session on a per-run wire proxy (the kazoo sessions keep their Toxiproxy links)
+    pipeline = tuple(b.broker_id for b in inv.brokers) if "pipeline_zkproxy" in needs(_fault_names(args)) else ()
     return TestSpec(name=name, toggles=toggles, zkproxy="all" if getattr(args, "zkproxy", False) else "off",
                     workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
-                    seed=seed)
+                    seed=seed, pipeline_zkproxy=pipeline)
+
+
+def _fault_names(args: argparse.Namespace) -> list[str]:
+    return [f.strip() for f in args.faults.split(",") if f.strip()] if getattr(args, "faults", None) else []
 
 
 def _schedule_from_args(args: argparse.Namespace, inv: Inventory, seed: int, name: str) -> tuple[Schedule, str]:
-    faults = [f.strip() for f in args.faults.split(",") if f.strip()] if getattr(args, "faults", None) else []
+    faults = _fault_names(args)
     if faults and args.schedule:
         raise UsageError("--faults and --schedule: choose one")
     if args.schedule:
@@ -124,15 +133,17 @@ def _schedule_from_args(args: argparse.Namespace, inv: Inventory, seed: int, nam
         return schedule, args.test or Path(args.schedule).stem
     if faults:
         _refuse_host_faults(inv, set(faults), "--faults")
-        from nemesis.packages import DEFAULT_TARGETS, package_schedule
+        from nemesis.episodes import Cluster
+        from nemesis.packages import PACKAGEABLE, package_schedule
 
-        unknown = [f for f in faults if f not in DEFAULT_TARGETS]
+        unknown = [f for f in faults if f not in PACKAGEABLE]
         if unknown:
             raise UsageError(f"--faults: {', '.join(unknown)} cannot be packaged (choose from "
-                             f"{', '.join(DEFAULT_TARGETS)})")
+                             f"{', '.join(PACKAGEABLE)})")
         if args.interval <= 0:
             raise UsageError(f"--interval: must be > 0 seconds, got {args.interval}")
-        return package_schedule(faults, args.interval, args.time_limit, seed), name
+        cluster = Cluster(tuple(b.name for b in inv.brokers), inv.agents.session_timeout_ms / 1000.0)
+        return package_schedule(faults, args.interval, args.time_limit, seed, cluster=cluster), name
     return _isolate_one(args, inv, random.Random(seed)), name
 
 
