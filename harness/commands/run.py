@@ -35,8 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="random seed (recorded in run.json)")
     p.add_argument("--schedule", metavar="FILE", help="scripted fault schedule (TOML) to replay instead of the default")
     p.add_argument("--faults", metavar="F1,F2",
-                   help="random package of these faults instead of the default isolate (e.g. partition,kill,pause); "
-                        "seeded by --seed, with a final heal and a recovery wait")
+                   help="random package of these faults instead of the default isolate (e.g. partition,kill,pause; "
+                        "or episodes such as stale_control, lost_connect: docs/nemesis.md); seeded by --seed, with a "
+                        "final heal and a recovery wait")
     p.add_argument("--interval", type=float, default=5.0, metavar="S",
                    help="mean seconds between a packaged fault's start and stop (default 5)")
     p.add_argument("--zkproxy", action="store_true",
