@@ -9,7 +9,8 @@ undoes whatever an episode left). Because the offsets are guesses, not observati
 miss its window (the controller is the drawn broker, a bounce is slower than the offset): it is
 then just another harmless fault, and a campaign catches the bug on another draw.
 
-* ``held_bounce`` (KAFKA-7235 a): hold the controller's event thread, bounce broker B, release:
+* ``held_bounce`` (KAFKA-7235 a): hold the controller's event thread, bounce broker B, release it
+  once B has re-registered:
   a controller that ignores broker epochs misses the bounce (``bounce_handling``).
 * ``stale_control`` (KAFKA-7235 b, KAFKA-7186): the controller builds a control request (StopReplica,
   LeaderAndIsr or UpdateMetadata of the queue topic) for B and holds it; B bounces; the request is
@@ -64,8 +65,10 @@ def held_bounce(rng: random.Random, c: Cluster) -> Timed:
     b = rng.choice(c.brokers)
     return [(0.0, FaultOp("hold_controller", "start", [], {"spec": "controller", "seed": rng.randrange(2**16)})),
             (0.3, FaultOp("bounce", "start", [b])),
-            # released once B has re-registered (a bounce is a clean stop and a start: ~1-2 s)
-            (0.3 + c.T, FaultOp("hold_controller", "stop", [], {}))]
+            # released once B has re-registered: released earlier, the controller would see B gone, then
+            # back (a failure and a startup, no bounce to miss). Steps run one after the other, so a
+            # bounce slower than the offset (measured ~6 s on a loaded machine) only delays the release.
+            (0.3 + 2 * c.T, FaultOp("hold_controller", "stop", [], {}))]
 
 
 def stale_control(rng: random.Random, c: Cluster) -> Timed:
@@ -75,7 +78,7 @@ def stale_control(rng: random.Random, c: Cluster) -> Timed:
     return [(0.0, FaultOp("delay_request", "start", [], params)),
             (0.3, FaultOp("bounce", "start", [b])),
             # delivered after B's new incarnation registered and followed again
-            (0.3 + 2 * c.T, FaultOp("delay_request", "stop", [], {}))]
+            (0.3 + 3 * c.T, FaultOp("delay_request", "stop", [], {}))]
 
 
 def slow_register(rng: random.Random, c: Cluster) -> Timed:
@@ -85,7 +88,8 @@ def slow_register(rng: random.Random, c: Cluster) -> Timed:
     latency = round(c.T * 1000 / 6)
     return [(0.0, FaultOp("latency", "start", [b], {"latency_ms": latency, "jitter_ms": 0, "kind": "agent-zk"})),
             (0.2, FaultOp("bounce", "start", [b])),
-            (0.2 + 2 * c.T, FaultOp("latency", "stop", [b], {}))]
+            # kept until B's new registration has been answered (after a bounce of up to ~3T)
+            (0.2 + 3 * c.T, FaultOp("latency", "stop", [b], {}))]
 
 
 def lost_connect(rng: random.Random, c: Cluster) -> Timed:
