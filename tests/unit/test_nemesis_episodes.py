@@ -92,3 +92,13 @@ def test_a_campaign_with_lost_connect_puts_every_brokers_pipelining_session_on_a
     assert specs["lost_connect"].pipeline_zkproxy == tuple(b.broker_id for b in inv.brokers)
     assert specs["stale_control,kill"].pipeline_zkproxy == ()
     assert any(s.op.f == "zk_rules" for s in specs["lost_connect"].schedule.steps)
+
+
+def test_the_shipped_episode_campaigns_load():
+    from harness.campaign import load_campaign
+
+    inv = load_inventory(None)
+    for name in ("episodes.toml", "nightly.toml"):
+        c = load_campaign(Path(__file__).resolve().parents[2] / "campaigns" / name)
+        assert {f for fs in c.faults for f in fs.split(",")} >= set(EPISODES), name
+        assert plan_specs(c, inv)
