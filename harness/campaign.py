@@ -189,7 +189,7 @@ def parse_campaign(data: dict[str, Any], p: Path, text: str = "") -> Campaign:
 
 
 def _faults(values: list[Any], p: Path, err: Any) -> list[str]:
-    from nemesis.packages import DEFAULT_TARGETS
+    from nemesis.packages import PACKAGEABLE
 
     out = []
     for i, v in enumerate(values):
@@ -208,10 +208,10 @@ def _faults(values: list[Any], p: Path, err: Any) -> list[str]:
             out.append(v)
             continue
         names = [x.strip() for x in v.split(",") if x.strip()]
-        unknown = [x for x in names if x not in DEFAULT_TARGETS]
+        unknown = [x for x in names if x not in PACKAGEABLE]
         if unknown or not names:
             raise err(key, f"{v!r}: cannot package {', '.join(unknown) or 'nothing'} (a comma list of "
-                           f"{', '.join(DEFAULT_TARGETS)}; or 'isolate' alone, harness run's default; "
+                           f"{', '.join(PACKAGEABLE)}; or 'isolate' alone, harness run's default; "
                            "or 'schedule:FILE')")
         out.append(",".join(names))
     return out

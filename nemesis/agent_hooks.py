@@ -65,8 +65,18 @@ class AgentHookNemesis:
                 self._admin(t).call(hold)
                 held.add(t)
             return {"held": sorted(held)}
-        for t in op.targets or sorted(held):
-            out[t] = self._admin(t).call(release)
+        if op.targets:
+            for t in op.targets:
+                out[t] = self._admin(t).call(release)
+                held.discard(t)
+            return {"released": out}
+        # Release all: an agent restarted since its hold (a bounced controller) holds nothing and
+        # refuses the call; the others must still be released.
+        for t in sorted(held):
+            try:
+                out[t] = self._admin(t).call(release)
+            except OSError as e:
+                out[t] = {"error": repr(e)}
             held.discard(t)
         return {"released": out}
 

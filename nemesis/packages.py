@@ -6,6 +6,11 @@ packages are merged on one timeline, and every fault still active at ``time_limi
 final stop there (the package's final generator). ``harness.run`` then heals everything and waits
 for recovery (T + margin + 1 s) before the history is collected.
 
+Episodes (``nemesis/episodes.py``: held_bounce, stale_control, slow_register, lost_connect,
+empty_rejoin) are packaged like instant faults: each draw plays the episode's fixed-shape steps on a
+randomly drawn broker, the next draw waits for it to end, and one that would not end by
+``time_limit`` is not started (the first is moved earlier to fit when it can).
+
 Targets stay specs (``params['spec']`` with a per-op ``seed``), resolved when the op runs, so the
 schedule is plain data: ``dump_schedule`` writes it and ``harness run --schedule`` replays it.
 """
@@ -16,6 +21,7 @@ import random
 from collections.abc import Sequence
 
 from nemesis.base import FaultOp
+from nemesis.episodes import EPISODES, Cluster, duration
 from nemesis.registry import FAULTS
 from nemesis.schedule import Schedule, Step
 
@@ -35,13 +41,16 @@ DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
     "wipe": ("one-broker",),
 }
 DEFAULT_FAULTS = ("partition", "kill", "pause")
+# what a campaign or `harness run --faults` may name: single faults and episodes
+PACKAGEABLE: tuple[str, ...] = (*DEFAULT_TARGETS, *EPISODES)
 
 
 def package_schedule(faults: Sequence[str] = DEFAULT_FAULTS, interval: float = 5.0, time_limit: float = 30.0,
                      seed: int = 0, targets: dict[str, Sequence[str]] | None = None,
-                     warmup: float = 1.0) -> Schedule:
-    """A seeded random schedule: the same arguments always give the same schedule."""
-    unknown = [f for f in faults if f not in FAULTS]
+                     warmup: float = 1.0, cluster: Cluster | None = None) -> Schedule:
+    """A seeded random schedule: the same arguments always give the same schedule. ``cluster``
+    (broker names, T) aims and sizes episodes; they need one."""
+    unknown = [f for f in faults if f not in FAULTS and f not in EPISODES]
     if unknown:
         raise ValueError(f"unknown faults {unknown} (known: {', '.join(FAULTS)})")
     if interval <= 0 or time_limit <= 0:
@@ -49,6 +58,11 @@ def package_schedule(faults: Sequence[str] = DEFAULT_FAULTS, interval: float = 5
     rng = random.Random(seed)
     steps: list[Step] = []
     for f in faults:
+        if f in EPISODES:
+            if cluster is None or not cluster.brokers:
+                raise ValueError(f"episode {f} needs the cluster's brokers")
+            steps += _episodes(f, rng, interval, time_limit, cluster)
+            continue
         choices = list((targets or {}).get(f) or DEFAULT_TARGETS[f])
         instant = FAULTS[f].instant
         t = warmup + rng.uniform(0, 2 * interval)
@@ -66,3 +80,15 @@ def package_schedule(faults: Sequence[str] = DEFAULT_FAULTS, interval: float = 5
             steps.append(Step(round(time_limit, 3), FaultOp(f, "stop", [], {})))
     steps.sort(key=lambda s: (s.at, s.op.f))
     return Schedule(name=f"package-{'+'.join(faults)}-s{seed}", steps=steps)
+
+
+def _episodes(name: str, rng: random.Random, interval: float, time_limit: float, cluster: Cluster) -> list[Step]:
+    ep, length = EPISODES[name], duration(name, cluster)
+    t = ep.earliest + rng.uniform(0, 2 * interval)
+    if t + length > time_limit:  # the first draw is moved earlier when the run is long enough for one
+        t = max(ep.earliest, time_limit - length)
+    out: list[Step] = []
+    while t + length <= time_limit:
+        out += [Step(round(t + dt, 3), op) for dt, op in ep.build(rng, cluster)]
+        t += length + rng.uniform(0, 2 * interval)
+    return out

@@ -24,7 +24,11 @@ def _applied_recv(ev: DataFrame) -> DataFrame:
 
 def control_request_epochs(ev: DataFrame) -> DataFrame:
     """Per broker: an applied control request had broker_epoch -1 or >= the broker's own epoch, and a
-    controller_epoch >= the highest this broker had seen before (its earlier applied requests)."""
+    controller_epoch >= the highest this broker had seen before (its earlier applied requests). And
+    no request was rejected for a broker epoch NEWER than the broker's own (or while it knew none):
+    the controller has read a registration whose reply the broker has not yet read, so the request
+    is for this incarnation, and a rejected request is never resent (KAFKA-9839: 2.2-2.5.0 threw
+    IllegalStateException; the fix accepts it). Decided from the receiving event's own fields."""
     f, win = F(), W()
     r = _applied_recv(ev)
     w = win.partitionBy("hist", "b").orderBy("seq").rowsBetween(win.unboundedPreceding, -1)
@@ -42,7 +46,19 @@ def control_request_epochs(ev: DataFrame) -> DataFrame:
     a2 = anom(stale_c, fmt("broker %s applied %s from controller epoch %s after seeing epoch %s",
                                 "b", "v_kind", "v_controller_epoch", seen),
                f.filter(f.array("prev_id", "id"), lambda x: x.isNotNull()), broker=f.col("b"))
-    return a1.unionByName(a2)
+    rej = ev.filter(
+        (f.col("f") == "control_recv") & (f.col("v_outcome") == "rejected")
+        # the broker-epoch rejections: STALE_BROKER_EPOCH (77), UNKNOWN_SERVER_ERROR (-1, 2.2-2.5.0)
+        & f.col("v_error_code").isin(-1, 77)
+        & f.col("v_broker_epoch").isNotNull() & (f.col("v_broker_epoch") != -1)
+        & (f.coalesce(f.col("v_max_broker_epoch"), f.lit(-1)) == -1)  # max-broker-epoch mode: checker 11
+        & (f.col("v_own_epoch").isNull() | (f.col("v_broker_epoch") > f.col("v_own_epoch")))
+    ).withColumn("b", f.col("node"))
+    a3 = anom(rej, fmt("broker %s rejected %s (error %s) carrying broker_epoch %s, newer than its own epoch %s: "
+                       "a request for its current incarnation is lost", "b", "v_kind", "v_error_code",
+                       "v_broker_epoch", f.coalesce(f.col("v_own_epoch").cast("string"), f.lit("(none yet)"))),
+              f.array("id"), broker=f.col("b"))
+    return a1.unionByName(a2).unionByName(a3)
 
 
 # 5 --------------------------------------------------------------------------------------------------
@@ -139,7 +155,7 @@ def max_broker_epoch(ev: DataFrame) -> DataFrame:
 
 _RECV = ("broker_epoch", "controller_epoch", "kind", "outcome", "own_epoch")
 CONTROL_REQUEST_EPOCHS = PlanChecker("control_request_epochs", {
-    "control_recv": (*_RECV, "max_controller_epoch_seen"),
+    "control_recv": (*_RECV, "error_code", "max_broker_epoch", "max_controller_epoch_seen"),
 }, control_request_epochs)
 CONTROLLER_EPOCHS = PlanChecker("controller_epochs", {
     "controller_elected": ("broker_id", "controller_epoch"), "control_send": ("broker_id", "controller_epoch"),

@@ -39,8 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="random seed (recorded in run.json)")
     p.add_argument("--schedule", metavar="FILE", help="scripted fault schedule (TOML) to replay instead of the default")
     p.add_argument("--faults", metavar="F1,F2",
-                   help="random package of these faults instead of the default isolate (e.g. partition,kill,pause); "
-                        "seeded by --seed, with a final heal and a recovery wait")
+                   help="random package of these faults instead of the default isolate (e.g. partition,kill,pause; "
+                        "or episodes such as stale_control, lost_connect: docs/nemesis.md); seeded by --seed, with a "
+                        "final heal and a recovery wait")
     p.add_argument("--interval", type=float, default=5.0, metavar="S",
                    help="mean seconds between a packaged fault's start and stop (default 5)")
     p.add_argument("--zkproxy", action="store_true",
@@ -125,9 +126,18 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
                         zkproxy="all" if getattr(args, "zkproxy", False) else "off", kafka=kafka, workload=workload,
                         schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms, seed=seed,
                         checkers=KAFKA_CHECKERS, local_check=True, agents_end="kill")
+    from nemesis.episodes import needs
+
+    # an episode that loses a pipelined re-registration's reply needs every broker's pipelining
+    # session on a per-run wire proxy (the kazoo sessions keep their Toxiproxy links)
+    pipeline = tuple(b.broker_id for b in inv.brokers) if "pipeline_zkproxy" in needs(_fault_names(args)) else ()
     return TestSpec(name=name, toggles=toggles, zkproxy="all" if getattr(args, "zkproxy", False) else "off",
                     workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
-                    seed=seed)
+                    seed=seed, pipeline_zkproxy=pipeline)
+
+
+def _fault_names(args: argparse.Namespace) -> list[str]:
+    return [f.strip() for f in args.faults.split(",") if f.strip()] if getattr(args, "faults", None) else []
 
 
 def brokers_from_args(args: argparse.Namespace, inv: Inventory) -> KafkaBrokers | None:
@@ -145,13 +155,18 @@ def brokers_from_args(args: argparse.Namespace, inv: Inventory) -> KafkaBrokers 
                          "kafka:VERSION only none")
     if args.toggle:
         raise UsageError("--toggle: agent toggles do not apply to real Kafka brokers (--brokers)")
+    from nemesis.episodes import EPISODES
+
+    if episodes := [f for f in _fault_names(args) if f in EPISODES]:
+        raise UsageError(f"--faults: {', '.join(episodes)} act through the agents' request hooks; with --brokers "
+                         "kafka:VERSION use link and process faults")
     assert kafka is not None
     fetch(kafka, "--brokers")
     return kafka
 
 
 def _schedule_from_args(args: argparse.Namespace, inv: Inventory, seed: int, name: str) -> tuple[Schedule, str]:
-    faults = [f.strip() for f in args.faults.split(",") if f.strip()] if getattr(args, "faults", None) else []
+    faults = _fault_names(args)
     if faults and args.schedule:
         raise UsageError("--faults and --schedule: choose one")
     if args.schedule:
@@ -162,15 +177,17 @@ def _schedule_from_args(args: argparse.Namespace, inv: Inventory, seed: int, nam
         return schedule, args.test or Path(args.schedule).stem
     if faults:
         _refuse_host_faults(inv, set(faults), "--faults")
-        from nemesis.packages import DEFAULT_TARGETS, package_schedule
+        from nemesis.episodes import Cluster
+        from nemesis.packages import PACKAGEABLE, package_schedule
 
-        unknown = [f for f in faults if f not in DEFAULT_TARGETS]
+        unknown = [f for f in faults if f not in PACKAGEABLE]
         if unknown:
             raise UsageError(f"--faults: {', '.join(unknown)} cannot be packaged (choose from "
-                             f"{', '.join(DEFAULT_TARGETS)})")
+                             f"{', '.join(PACKAGEABLE)})")
         if args.interval <= 0:
             raise UsageError(f"--interval: must be > 0 seconds, got {args.interval}")
-        return package_schedule(faults, args.interval, args.time_limit, seed), name
+        cluster = Cluster(tuple(b.name for b in inv.brokers), inv.agents.session_timeout_ms / 1000.0)
+        return package_schedule(faults, args.interval, args.time_limit, seed, cluster=cluster), name
     return _isolate_one(args, inv, random.Random(seed)), name
 
 

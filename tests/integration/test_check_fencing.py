@@ -67,6 +67,19 @@ def c4(log: EventLog, bad: bool) -> None:
              broker_epoch=E2, **recv)
 
 
+def c4b(log: EventLog, bad: bool) -> None:
+    """KAFKA-9839: rejecting a request newer than the broker's own epoch (its registration reply not
+    read yet) is the bug; rejecting one older than its own is KIP-380 fencing."""
+    if not bad:
+        registered(log, epoch=E2)
+    log.emit("agent:1", "control_recv", process=1, request_id=1, kind="LeaderAndIsr", outcome="rejected",
+             controller_epoch=3, max_controller_epoch_seen=3, max_broker_epoch=-1,
+             **(dict(error_code=-1, broker_epoch=E2, own_epoch=None) if bad else
+                dict(error_code=77, broker_epoch=E1, own_epoch=E2)))
+    if bad:  # the registration's reply arrives after the request
+        registered(log, epoch=E2)
+
+
 def c5(log: EventLog, bad: bool) -> None:
     log.emit("agent:1", "controller_elected", process=1, broker_id=1, controller_epoch=1, epoch_zk_version=0)
     log.emit("agent:2", "controller_elected", process=2, broker_id=2, controller_epoch=2, epoch_zk_version=1)
@@ -249,7 +262,7 @@ def reg(log: EventLog, bad: bool) -> None:
 INFORMATIONAL = {"queue_unseen"}
 CASES: dict[str, tuple[str, Callable[[EventLog, bool], None]]] = {
     "1": ("registration_epochs", c1), "2": ("single_registrant", c2), "3": ("registration_liveness", c3),
-    "4": ("control_request_epochs", c4), "5": ("controller_epochs", c5), "6": ("controller_write_fencing", c6),
+    "4": ("control_request_epochs", c4), "4b": ("control_request_epochs", c4b), "5": ("controller_epochs", c5), "6": ("controller_write_fencing", c6),
     "7": ("bounce_handling", c7), "7b": ("bounce_handling", c7b), "8": ("controlled_shutdown_epochs", c8), "9": ("isr_expansion", c9),
     "10": ("partition_states", c10), "10b": ("partition_states", c10b), "11": ("max_broker_epoch", c11),
     "11b": ("max_broker_epoch", c11b), "zr": ("zxid_realtime", zr), "zp": ("zxid_replay", zp),

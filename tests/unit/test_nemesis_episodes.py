@@ -1,0 +1,104 @@
+"""Episodes (nemesis/episodes.py) as packaged faults: package → schedule is pure, seeded, aimed at the
+inventory's brokers, sized from T, within the time limit, every held/started fault undone within
+the episode, and plain data a scripted schedule file round-trips."""
+
+from __future__ import annotations
+
+import random
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from harness.campaign import parse_campaign
+from harness.commands.campaign import plan_specs
+from harness.inventory import load_inventory
+from nemesis.episodes import EPISODES, Cluster, duration, needs
+from nemesis.packages import PACKAGEABLE, package_schedule
+from nemesis.registry import FAULTS
+from nemesis.scripted import dumps_schedule, parse_schedule
+
+BROKERS = Cluster(("b1", "b2", "b3"), T=3.0)
+UNDONE_BY_STOP = {"hold_controller", "hold_alter_partition", "delay_request", "latency", "zk_rules", "isolate",
+                  "cut", "kill", "shutdown"}
+
+
+@pytest.mark.parametrize("name", sorted(EPISODES))
+def test_an_episode_package_is_seeded_within_the_limit_and_undoes_what_it_starts(name):
+    a = package_schedule([name], interval=5.0, time_limit=40.0, seed=3, cluster=BROKERS)
+    assert dumps_schedule(a) == dumps_schedule(package_schedule([name], 5.0, 40.0, 3, cluster=BROKERS))
+    assert a.steps and max(s.at for s in a.steps) <= 40.0
+    assert min(s.at for s in a.steps) >= EPISODES[name].earliest
+    assert all(s.op.f in FAULTS for s in a.steps)
+    # every broker named is an inventory broker; runtime specs only for controller / ZooKeeper roles
+    named = {t for s in a.steps for t in s.op.targets}
+    assert named and named <= set(BROKERS.brokers)
+    assert {s.op.params["spec"] for s in a.steps if "spec" in s.op.params} <= {"controller", "all-zk"}
+    # each fault that has a stop phase is stopped after its last start (the episode heals itself)
+    for f in {s.op.f for s in a.steps} & UNDONE_BY_STOP:
+        phases = [s.op.phase for s in a.sorted_steps() if s.op.f == f]
+        assert phases[-1] == "stop", (f, phases)
+    # plain data: a scripted schedule file holds it (harness run --schedule replays it)
+    path = Path("s.toml")
+    assert dumps_schedule(parse_schedule(dumps_schedule(a), path)) == dumps_schedule(a)
+
+
+def test_episodes_are_sized_from_the_session_timeout():
+    short, long = Cluster(BROKERS.brokers, T=3.0), Cluster(BROKERS.brokers, T=18.0)
+    for name in EPISODES:
+        assert duration(name, long) > duration(name, short)
+    # KAFKA-14845's cut must outlast the session (T) and ZooKeeper's expiry check
+    steps = EPISODES["lost_connect"].build(random.Random(0), short)
+    cut = [t for t, op in steps if op.f == "isolate"]
+    assert cut[1] - cut[0] > 2 * short.T
+
+
+def test_episodes_draw_brokers_at_random_and_space_their_draws():
+    s = package_schedule(["held_bounce"], interval=2.0, time_limit=200.0, seed=1, cluster=BROKERS)
+    bounced = [st.op.targets[0] for st in s.sorted_steps() if st.op.f == "bounce"]
+    assert len(set(bounced)) == 3  # every broker drawn over many episodes
+    holds = [st for st in s.sorted_steps() if st.op.f == "hold_controller"]
+    assert [h.op.phase for h in holds] == ["start", "stop"] * (len(holds) // 2)  # never two at once
+
+
+def test_a_first_episode_is_moved_earlier_to_fit_and_one_that_cannot_fit_is_not_started():
+    length = duration("empty_rejoin", BROKERS)
+    s = package_schedule(["empty_rejoin"], interval=50.0, time_limit=EPISODES["empty_rejoin"].earliest + length,
+                         seed=2, cluster=BROKERS)
+    assert s.steps and max(st.at for st in s.steps) <= EPISODES["empty_rejoin"].earliest + length
+    assert package_schedule(["empty_rejoin"], 5.0, length / 2, seed=2, cluster=BROKERS).steps == []
+
+
+def test_episodes_need_the_cluster_and_mix_with_single_faults():
+    with pytest.raises(ValueError, match="needs the cluster"):
+        package_schedule(["stale_control"], seed=1)
+    s = package_schedule(["partition", "stale_control"], 5.0, 20.0, seed=1, cluster=BROKERS)
+    assert {st.op.f for st in s.steps} >= {"partition", "delay_request", "bounce"}
+    assert set(EPISODES) <= set(PACKAGEABLE)
+
+
+def test_only_lost_connect_needs_the_pipelining_proxy():
+    assert needs(["lost_connect", "kill"]) == {"pipeline_zkproxy"}
+    assert needs(["held_bounce", "stale_control", "slow_register", "empty_rejoin", "kill"]) == set()
+
+
+def test_a_campaign_with_lost_connect_puts_every_brokers_pipelining_session_on_a_wire_proxy(tmp_path):
+    text = 'name = "e"\n[matrix]\nfaults = ["lost_connect", "stale_control,kill"]\nworkloads = ["queue"]\n'
+    p = tmp_path / "e.toml"
+    p.write_text(text)
+    c = parse_campaign(tomllib.loads(text), p, text)
+    inv = load_inventory(None)
+    specs = {planned.faults: spec for planned, spec in plan_specs(c, inv)}
+    assert specs["lost_connect"].pipeline_zkproxy == tuple(b.broker_id for b in inv.brokers)
+    assert specs["stale_control,kill"].pipeline_zkproxy == ()
+    assert any(s.op.f == "zk_rules" for s in specs["lost_connect"].schedule.steps)
+
+
+def test_the_shipped_episode_campaigns_load():
+    from harness.campaign import load_campaign
+
+    inv = load_inventory(None)
+    for name in ("episodes.toml", "nightly.toml"):
+        c = load_campaign(Path(__file__).resolve().parents[2] / "campaigns" / name)
+        assert {f for fs in c.faults for f in fs.split(",")} >= set(EPISODES), name
+        assert plan_specs(c, inv)
