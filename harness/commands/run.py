@@ -158,7 +158,7 @@ def brokers_from_args(args: argparse.Namespace, inv: Inventory) -> KafkaBrokers 
     from nemesis.episodes import EPISODES
 
     if episodes := [f for f in _fault_names(args) if f in EPISODES]:
-        raise UsageError(f"--faults: {', '.join(episodes)} act through the agents' request hooks; with --brokers "
+        raise UsageError(f"--faults {', '.join(episodes)}: episodes act through the agents' request hooks; with --brokers "
                          "kafka:VERSION use link and process faults")
     assert kafka is not None
     fetch(kafka, "--brokers")

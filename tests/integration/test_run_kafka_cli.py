@@ -37,7 +37,8 @@ def test_real_brokers_run_the_registration_checkers_with_a_jvm_sized_margin():
     (["--brokers", "kafka:3.9.1", "--toggle", "registration=3x"], "--toggle: agent toggles do not apply"),
     (["--brokers", "kafka:3.9.1", "--zk-hosts", "0"], "--zk-hosts: must be >= 1"),
     (["--zk-socket", "netty"], "--zk-socket: only with --brokers kafka:VERSION"),
-], ids=["kraft-only", "unresolvable", "not-kafka", "workload", "toggle", "zero-hosts", "socket-alone"])
+    (["--brokers", "kafka:3.9.1", "--faults", "kill,held_bounce"], "--faults held_bounce: episodes act through"),
+], ids=["kraft-only", "unresolvable", "not-kafka", "workload", "toggle", "zero-hosts", "socket-alone", "episode"])
 def test_bad_brokers_flags_are_one_line_exit_254(argv, says, capsys):
     assert main(["run", *argv]) == 254
     err = capsys.readouterr().err
