@@ -37,8 +37,9 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	@touch $@
 
+# The default test with the queue workload: thousands of client operations, recorded and checked.
 run: install
-	$(VENV)/bin/harness run
+	$(VENV)/bin/harness run --workload queue
 
 test: install
 	$(VENV)/bin/ruff check .

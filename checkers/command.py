@@ -114,9 +114,12 @@ def run(args: argparse.Namespace) -> int:
     need_spark = any(f == "jsonl" for f in fmts) or not args.local
     warm = None
     if need_spark:
+        from checkers.events_df import SMALL_BYTES
         from checkers.spark import start_spark_in_background
 
-        warm = start_spark_in_background(args.spark_master)
+        # Run-sized input: a JVM tuned for start-up, not throughput (checkers.spark.QUICK_JVM).
+        quick = sum(h.stat().st_size for h, _ in resolved) <= SMALL_BYTES
+        warm = start_spark_in_background(args.spark_master, quick=quick)
 
     t0 = time.monotonic()
     refs: list[tuple[str, list[Any], models.Model]] = []

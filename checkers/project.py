@@ -8,7 +8,9 @@ and never starts it. The run engine and ``harness check`` both call it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from checkers.checker import Checker, Events, union
@@ -58,8 +60,12 @@ def select(names: Sequence[str] | None, margin_ms: int | None = None) -> tuple[C
 
 def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], SparkSession] | None = None,
                     names: Sequence[str] | None = None, margin_ms: int | None = None,
-                    local: bool = False) -> dict[str, Result]:
+                    local: bool = False, timings: dict[str, float] | None = None) -> dict[str, Result]:
     """{path: composed result} of the named checkers (all for None) over each history.
+
+    ``timings``, when given, receives the seconds each step took: ``session`` (getting the
+    SparkSession), ``load`` (reading and projecting the histories) and one entry per checker, in
+    order (a checker family's shared job is paid by its first checker: ``bench/check_latency.py``).
 
     ``spark`` may be a zero-argument callable: it is called only when some checker needs Spark
     (``local=False``, or a selected checker without a local driver); ``None`` uses the shared
@@ -73,13 +79,18 @@ def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], 
     if local and all(c.local for c in selected):
         from checkers.rows import load_rows
 
-        rows, counts = load_rows(paths, reads)
-        return _compose(selected, Events(paths, selected, rows=rows), counts)
+        with _timed(timings, "load"):
+            rows, counts = load_rows(paths, reads)
+        return _compose(selected, Events(paths, selected, rows=rows), counts, timings)
     from checkers import events_df
 
-    loaded = events_df.load(session(spark), paths, reads)
+    with _timed(timings, "session"):
+        spark_session = session(spark)
+    with _timed(timings, "load"):
+        loaded = events_df.load(spark_session, paths, reads)
     try:
-        return _compose(selected, Events(paths, selected, frame=loaded.frame, small=loaded.small), loaded.counts)
+        return _compose(selected, Events(paths, selected, frame=loaded.frame, small=loaded.small), loaded.counts,
+                        timings)
     finally:
         loaded.release()
 
@@ -93,7 +104,21 @@ def session(spark: SparkSession | Callable[[], SparkSession] | None) -> SparkSes
     return spark if hasattr(spark, "read") else spark()
 
 
-def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, int]) -> dict[str, Result]:
-    per = {c.name: c.check(events) for c in selected}
+@contextmanager
+def _timed(timings: dict[str, float] | None, step: str) -> Iterator[None]:
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        if timings is not None:
+            timings[step] = time.perf_counter() - t0
+
+
+def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, int],
+             timings: dict[str, float] | None = None) -> dict[str, Result]:
+    per = {}
+    for c in selected:
+        with _timed(timings, c.name):
+            per[c.name] = c.check(events)
     return {p: compose({name: r[p] for name, r in per.items()}, events=counts.get(p, 0), model=MODEL)
             for p in events.paths}

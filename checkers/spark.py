@@ -5,6 +5,11 @@ the ``master`` argument (the ``--spark-master`` flag), env ``HARNESS_SPARK_MASTE
 A master that is not ``local[...]`` gets the project's packages shipped to its executors
 (``checkers.ship``). ``start_spark_in_background()`` warms it on a worker thread so a run can pay the JVM start-up
 while the cluster is still running.
+
+``quick=True`` (a run, or ``harness check`` on run-sized input) starts a local session's JVM for
+latency, not throughput (``QUICK_JVM``, ``QUICK_CONF``): on a run's history the JVM spends most of its CPU
+compiling its own code (JIT) and the plans' (codegen), not on the few thousand rows. The large
+inputs of the benches and ``harness analyze`` keep the default JVM.
 """
 
 from __future__ import annotations
@@ -20,6 +25,13 @@ if TYPE_CHECKING:
 DEFAULT_MASTER = "local[*]"
 ENV_MASTER = "HARNESS_SPARK_MASTER"
 LOCAL_SHUFFLE_PARTITIONS = 4
+# C1 only (no C2 recompiles of warm methods) and the serial collector (no GC threads competing for
+# the cores): on a stored run's check (118 events), JVM CPU for session start + check went from
+# 28 + 83 s to 17 + 50 s on a loaded 2-core machine (bench/check_latency.py measures the wall).
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# And no Janino compilation of projections, orderings and predicates: interpreted, they evaluate a
+# run's rows in less time than compiling them takes (with QUICK_JVM, check CPU 45 -> 36 s, same load).
+QUICK_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen.wholeStage": "false"}
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
@@ -29,11 +41,13 @@ def resolve_master(master: str | None = None) -> str:
     return master or os.environ.get(ENV_MASTER) or DEFAULT_MASTER
 
 
-def get_spark(master: str | None = None) -> SparkSession:
+def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession:
     """Return the shared SparkSession, creating it on first use.
 
     A second call with a different master returns the already running session (Spark allows
     one active context per process); callers that care can compare ``spark.sparkContext.master``.
+    ``quick`` applies to a local session this call creates: its JVM gets ``QUICK_JVM``, its SQL
+    settings ``QUICK_CONF``.
     """
     with _lock:
         from pyspark.sql import SparkSession
@@ -60,7 +74,7 @@ def get_spark(master: str | None = None) -> SparkSession:
             # several JVM round trips each: a third of the time to build the fencing checkers' plan.
             # Errors then lose the "== DataFrame ==" call-site section, nothing else.
             .config("spark.python.sql.dataFrameDebugging.enabled", "false")
-            .config("spark.driver.extraJavaOptions", _log_opts())
+            .config("spark.driver.extraJavaOptions", _log_opts() + (f" {QUICK_JVM}" if quick and local else ""))
         )
         if local:
             builder = (
@@ -68,6 +82,9 @@ def get_spark(master: str | None = None) -> SparkSession:
                 .config("spark.default.parallelism", str(max(2, os.cpu_count() or 2)))
                 .config("spark.driver.memory", os.environ.get("HARNESS_SPARK_DRIVER_MEMORY", "4g"))
             )
+        if quick and local:
+            for k, v in QUICK_CONF.items():
+                builder = builder.config(k, v)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         from checkers.ship import ship
@@ -76,14 +93,14 @@ def get_spark(master: str | None = None) -> SparkSession:
         return spark
 
 
-def start_spark_in_background(master: str | None = None) -> Future[SparkSession]:
+def start_spark_in_background(master: str | None = None, *, quick: bool = False) -> Future[SparkSession]:
     """Start (or reuse) the session on a background thread; ``.result()`` waits for it."""
     global _executor
     with _lock:
         if _executor is None:
             _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-warm")
         ex = _executor
-    return ex.submit(get_spark, master)
+    return ex.submit(get_spark, master, quick=quick)
 
 
 def stop_spark() -> None:

@@ -149,7 +149,8 @@ class Engine:
         if self._spark_future is None:
             from checkers.spark import start_spark_in_background
 
-            self._spark_future = start_spark_in_background(self.spark_master)
+            # A run's history is run-sized: a JVM tuned for start-up (checkers.spark.QUICK_JVM).
+            self._spark_future = start_spark_in_background(self.spark_master, quick=True)
 
     def spark(self) -> Any:
         self.warm_spark()

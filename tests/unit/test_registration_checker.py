@@ -141,3 +141,14 @@ def test_a_missing_epoch_is_unknown_never_valid(tmp_path: Path) -> None:
     r = check(h, tmp_path)
     assert r["checkers"]["registration_epochs"]["valid"] == "unknown"
     assert "carries no epoch" in r["checkers"]["registration_epochs"]["stats"]["undecided"][0]
+
+
+def test_timings_name_the_load_and_every_checker_in_order_and_leave_the_verdict_alone(tmp_path: Path) -> None:
+    """``check_histories(timings=...)`` (what bench/check_latency.py reads) records each step, and
+    asking for it changes nothing in the result."""
+    timings: dict[str, float] = {}
+    plain = check(healthy(reregister=False), tmp_path)
+    timed = check(healthy(reregister=False), tmp_path, timings=timings)
+    assert timed == plain
+    assert list(timings) == ["load", *NAMES]
+    assert all(isinstance(s, float) and s >= 0 for s in timings.values())
