@@ -35,19 +35,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nemesis.base import FaultOp
+from nemesis.zkproxy_faults import lost_connect_rule
 
 # The queue workload's topic (workloads/queue.py): the partitions the held control requests name.
 QUEUE_TOPIC, QUEUE_PARTITIONS = "queue", 3
 CONTROL_KINDS = ("StopReplica", "LeaderAndIsr", "UpdateMetadata")
 
-# KAFKA-14845's rule (scenarios/kafka_14845.py): lose one createSession reply and the connection.
-ORPHAN_RULE = {
-    "id": "lost-connect",
-    "comment": "lose the next createSession reply on a pipelined connection, then black-hole it",
-    "match": {"dir": "s2c", "kind": "connect_resp"},
-    "action": {"type": "drop_then_blackhole", "mode": "s2c"},
-    "budget": {"times": 1},
-}
+ORPHAN_RULE = lost_connect_rule("lost-connect", "lose the next createSession reply on a pipelined connection, "
+                                 "then black-hole it")
 
 
 @dataclass(frozen=True)

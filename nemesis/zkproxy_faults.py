@@ -9,6 +9,7 @@ to those servers' listeners.
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from nemesis.base import FaultOp
@@ -16,6 +17,19 @@ from nemesis.base import FaultOp
 if TYPE_CHECKING:
     from harness.cluster import Cluster
     from nemesis.zkproxy.client import ZkProxyClient
+
+
+# KAFKA-14845's fault: lose the next createSession reply on a connection, then black-hole that
+# connection (the request pipelined behind it runs under a session the client never learns)
+LOST_CONNECT_RULE: dict[str, Any] = {
+    "match": {"dir": "s2c", "kind": "connect_resp"},
+    "action": {"type": "drop_then_blackhole", "mode": "s2c"},
+    "budget": {"times": 1},
+}
+
+
+def lost_connect_rule(rule_id: str, comment: str) -> dict[str, Any]:
+    return {"id": rule_id, "comment": comment, **copy.deepcopy(LOST_CONNECT_RULE)}
 
 
 class ZkProxyNemesis:

@@ -62,40 +62,24 @@ class Scenario:
         """The test for one variant: the bug's toggles expecting the anomaly, or the fix's
         expecting a clean run from the same checkers; with ``kafka``, the same story and checkers
         with real Kafka brokers (the bug as released: no release carries a fix)."""
+        common: dict[str, Any] = dict(
+            brokers=list(self.brokers), zk_overrides=dict(self.zk_overrides), script=self.play,
+            clients=self.clients(), recovery=False, agents_end="kill", checkers=tuple(self.checkers),
+            local_check=not (self.needs_spark or spark), margin_ms=self.margin_ms)
         if kafka is not None:
             if fixed:
                 raise ValueError("no Kafka release carries this fix")
             return TestSpec(
-                name=f"repro-{self.id}-kafka-{kafka.version}",
-                brokers=list(self.brokers),
-                zk_overrides=dict(self.zk_overrides),
-                zkproxy="all",
-                kafka=kafka,
-                script=self.play,
-                clients=self.clients(),
-                recovery=False,
-                agents_end="kill",
-                checkers=tuple(self.checkers),
-                local_check=not (self.needs_spark or spark),
+                name=f"repro-{self.id}-kafka-{kafka.version}", zkproxy="all", kafka=kafka,
                 expect=Expectation(ANOMALY, tuple(self.checkers)),
-                margin_ms=self.margin_ms,
                 info={"scenario": self.id, "jira": self.jira, "fixed": False, "variant": f"kafka:{kafka.version}"},
-            )
+                **common)
         return TestSpec(
             name=f"repro-{self.id}{'-fixed' if fixed else ''}",
             toggles=dict(self.fixed_toggles if fixed else self.bug_toggles),
-            brokers=list(self.brokers),
             # no ControlledShutdown on stop: the agents end with SIGKILL after run_end anyway
             agent_extra={"controlled_shutdown": False, **self.extra},
-            zk_overrides=dict(self.zk_overrides),
             pipeline_zkproxy=self.pipeline_zkproxy,
-            script=self.play,
-            clients=self.clients(),
-            recovery=False,
-            agents_end="kill",
-            checkers=tuple(self.checkers),
-            local_check=not (self.needs_spark or spark),
             expect=Expectation(VALID if fixed else ANOMALY, tuple(self.checkers)),
-            margin_ms=self.margin_ms,
             info={"scenario": self.id, "jira": self.jira, "fixed": fixed},
-        )
+            **common)

@@ -17,18 +17,14 @@ import time
 from typing import Any
 
 from harness.engine import RunContext
+from nemesis.zkproxy_faults import lost_connect_rule
 from scenarios.base import Scenario
 from scenarios.timeline import hx
 
 TARGET = 2
 
-ORPHAN_RULE = {
-    "id": "kafka-14845-orphan",
-    "comment": "lose the createSession reply and everything after it on this connection",
-    "match": {"dir": "s2c", "kind": "connect_resp"},
-    "action": {"type": "drop_then_blackhole", "mode": "s2c"},
-    "budget": {"times": 1},
-}
+ORPHAN_RULE = lost_connect_rule("kafka-14845-orphan", "lose the createSession reply and everything after it on "
+                                 "this connection")
 
 
 # With real Kafka brokers every broker connection goes through the wire proxy, and the first
