@@ -1,6 +1,7 @@
-"""`harness run --brokers kafka:3.9.1`: real Kafka brokers under a scripted schedule (one broker
-killed and restarted, another isolated past its session timeout), checked by the registration
-checkers over the events parsed from their logs."""
+"""`harness run --brokers kafka:3.9.1 --zkproxy`: real Kafka brokers, their ZooKeeper sessions
+through Toxiproxy and the ZooKeeper wire proxy, under a scripted schedule (one broker killed and
+restarted, another isolated past its session timeout), checked by the registration checkers over
+the events parsed from their logs."""
 
 from __future__ import annotations
 
@@ -39,8 +40,8 @@ def test_real_brokers_reregister_after_a_kill_and_an_expiry(tmp_path):
     schedule = tmp_path / "kafka-kill-isolate.toml"
     schedule.write_text(SCHEDULE)
     store = tmp_path / "store"
-    p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--brokers", "kafka:3.9.1", "--schedule",
-                        str(schedule), "--time-limit", "10", "--store", str(store)],
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--brokers", "kafka:3.9.1", "--zkproxy",
+                        "--schedule", str(schedule), "--time-limit", "10", "--store", str(store)],
                        capture_output=True, text=True, timeout=840, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     (run_dir,) = [d for d in store.glob("kafka-kill-isolate-kafka-3.9.1/*") if d.is_dir() and not d.is_symlink()]
@@ -61,5 +62,10 @@ def test_real_brokers_reregister_after_a_kill_and_an_expiry(tmp_path):
     assert [e["value"]["state"] for e in of(2, "session") if e["value"]["state"] == "expired"]
     regs2 = of(2, "register", "ok")
     assert len(regs2) == 2 and regs2[1]["value"]["session_id"] != regs2[0]["value"]["session_id"]
+    # every broker session went through the ZooKeeper wire proxy: each registration's session is one
+    # the proxy saw ZooKeeper create
+    on_wire = {e["value"]["session_id"] for e in events if e["src"] == "zkproxy" and e["f"] == "session_established"}
+    registered = {e["value"]["session_id"] for b in (1, 2, 3) for e in of(b, "register", "ok")}
+    assert len(registered) == 5 and registered <= on_wire, (registered, on_wire)
     # the first start's log survives the restart, in the run directory
     assert "[KafkaServer id=1] started" in (run_dir / "logs" / "b1-kafka-previous.log").read_text()
