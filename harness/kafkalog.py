@@ -25,9 +25,10 @@ inventory, and on external nodes as good as their clock sync.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from history import Event
@@ -120,3 +121,21 @@ def to_events(parsed: list[ParsedEvent], broker_id: int, run: str = "") -> list[
     """History events (``agent:<broker id>``, numbered in log order) of a broker's parsed log."""
     return [Event(run=run, src=f"agent:{broker_id}", seq=i, t_wall=p.t_wall, t_mono=0, type=p.type, f=p.f,
                   process=broker_id, value=p.value) for i, p in enumerate(parsed, 1)]
+
+
+def broker_events(log_files: Sequence[Path | None], broker_id: int, session_timeout_ms: int | None,
+                  run: str = "") -> list[Event] | None:
+    """A broker's events from its log files, oldest first (None entries and missing files are
+    skipped); None when it wrote no log at all."""
+    present = [p for p in log_files if p is not None and p.exists()]
+    if not present:
+        return None
+    lines = [line for p in present for line in p.read_text(errors="replace").splitlines()]
+    return to_events(parse_broker_log(lines, broker_id, session_timeout_ms), broker_id, run)
+
+
+def write_events(events: Iterable[Event], path: Path) -> Path:
+    """One broker's events as its event file (one JSON line each, the agents' format)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(e.to_json() + "\n" for e in events))
+    return path

@@ -43,18 +43,14 @@ def salvage(state: dict[str, Any], fetch: Callable[[str, str, Path], bool]) -> i
 
 def _salvage_kafka_log(node: str, broker_id: int, timeout_ms: int | None, log_paths: list[str],
                        fetch: Callable[[str, str, Path], bool], run_dir: Path, run_id: str) -> None:
-    from harness.kafkalog import parse_broker_log, to_events
+    from harness.kafkalog import broker_events, write_events
 
-    logs = run_dir / "logs"
-    logs.mkdir(exist_ok=True)
-    lines: list[str] = []
-    for i, remote in enumerate(log_paths):
-        local = logs / f"{node}-kafka-{i}.log"
-        if fetch(node, remote, local) and local.exists():
-            lines += local.read_text(errors="replace").splitlines()
-    if lines:
-        events = to_events(parse_broker_log(lines, broker_id, timeout_ms), broker_id, run_id)
-        (run_dir / "events" / f"kafka-{broker_id}.jsonl").write_text("".join(e.to_json() + "\n" for e in events))
+    (run_dir / "logs").mkdir(exist_ok=True)
+    local = [run_dir / "logs" / f"{node}-kafka-{i}.log" for i in range(len(log_paths))]
+    fetched = [dest if fetch(node, remote, dest) else None for remote, dest in zip(log_paths, local, strict=True)]
+    events = broker_events(fetched, broker_id, timeout_ms, run_id)
+    if events is not None:
+        write_events(events, run_dir / "events" / f"kafka-{broker_id}.jsonl")
 
 
 def _drop_torn_tail(path: Path) -> None:

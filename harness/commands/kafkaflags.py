@@ -22,6 +22,14 @@ def add_zk_client_args(p: argparse.ArgumentParser, needs: str) -> None:
                    help=f"with {needs}: servers in the brokers' zookeeper.connect (default: the whole ensemble)")
 
 
+def kafka_target(value: str, flag: str) -> str:
+    """The VERSION of a ``kafka:VERSION`` flag value (``--brokers``, ``--compare``)."""
+    kind, _, version = value.partition(":")
+    if kind != "kafka" or not version:
+        raise UsageError(f"{flag}: expected kafka:VERSION (e.g. kafka:3.9.1), got {value!r}")
+    return version
+
+
 def kafka_brokers(version: str | None, flag: str, args: argparse.Namespace, ensemble: int | None = None,
                   default_socket: str = "nio") -> KafkaBrokers | None:
     """``KafkaBrokers`` for ``version`` given with ``flag`` (None: no real brokers, and then

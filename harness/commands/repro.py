@@ -19,7 +19,7 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.commands.kafkaflags import add_zk_client_args, fetch, kafka_brokers
+from harness.commands.kafkaflags import add_zk_client_args, fetch, kafka_brokers, kafka_target
 from harness.errors import EXIT_BAD_INPUT, UsageError
 
 
@@ -51,9 +51,7 @@ def compare_option(args: argparse.Namespace, sc: Any) -> bool:
     ZooKeeper client socket the scenario's agents model); False without ``--compare``."""
     if args.compare is None:
         return False
-    kind, _, version = args.compare.partition(":")
-    if kind != "kafka" or not version:
-        raise UsageError(f"--compare: expected kafka:VERSION (e.g. kafka:3.9.1), got {args.compare!r}")
+    version = kafka_target(args.compare, "--compare")
     if args.kafka is not None:
         raise UsageError("--compare: give the version once: --compare kafka:VERSION without --kafka")
     if args.runs != 1:
@@ -146,12 +144,12 @@ def run(args: argparse.Namespace) -> int:
 def _compare(console: Console, args: argparse.Namespace, sc: Any, inv: Any, kafka: Any) -> int:
     """The agents' variant, then the real brokers', the same story and seed; both outcomes side by
     side. Exit as for one repro: 0 when both showed what was expected."""
-    import json
     import random
 
     from rich.table import Table
 
     from harness.engine import Engine
+    from history import read_records
     from scenarios.compare import Side, compare_rows, same_verdict
     from scenarios.timeline import render
 
@@ -171,7 +169,7 @@ def _compare(console: Console, args: argparse.Namespace, sc: Any, inv: Any, kafk
                     console.print(line)
             _print_result(console, res)
             history = res.run_dir / "history.jsonl"
-            events = [json.loads(x) for x in history.read_text().splitlines() if x.strip()] if history.exists() else []
+            events = list(read_records(history)) if history.exists() else []
             sides.append(Side(label, res.verdicts, res.matched, res.reproduced, res.error, events))
     table = Table(title=f"{sc.id}: the same story, side by side", show_lines=False)
     table.add_column("")

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from agent.config import ConfigError, parse_toggle_args
-from harness.commands.kafkaflags import KAFKA_MARGIN_MS, add_zk_client_args, fetch, kafka_brokers
+from harness.commands.kafkaflags import KAFKA_MARGIN_MS, add_zk_client_args, fetch, kafka_brokers, kafka_target
 from harness.errors import EXIT_CRASH, UsageError
 from harness.inventory import Inventory, load_inventory
 from harness.spec import KafkaBrokers, TestSpec
@@ -146,10 +146,7 @@ def brokers_from_args(args: argparse.Namespace, inv: Inventory) -> KafkaBrokers 
     brokers = getattr(args, "brokers", None)
     if brokers is None:
         return None if not hasattr(args, "zk_socket") else kafka_brokers(None, "--brokers kafka:VERSION", args)
-    kind, _, version = brokers.partition(":")
-    if kind != "kafka" or not version:
-        raise UsageError(f"--brokers: expected kafka:VERSION (e.g. kafka:3.9.1), got {brokers!r}")
-    kafka = kafka_brokers(version, "--brokers", args, len(inv.zookeepers))
+    kafka = kafka_brokers(kafka_target(brokers, "--brokers"), "--brokers", args, len(inv.zookeepers))
     if getattr(args, "workload", "none") != "none":
         raise UsageError(f"--workload: the {args.workload} workload speaks the agents' protocol; with --brokers "
                          "kafka:VERSION only none")

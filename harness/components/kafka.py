@@ -254,33 +254,20 @@ class KafkaBroker(RemoteProcess):
         self.remote.run(f"rm -rf {shlex.quote(self.data_dir)}", check=False)
 
     # -- the broker's own account, parsed from its log (harness.kafkalog) -------------------------
-    def _log_lines(self, dest: Path) -> list[str] | None:
-        """Every start's log lines, oldest first; None when the broker never wrote a log."""
-        got = [self.download(p, dest / f"{self.name}-{i}.log")
-               for i, p in enumerate((self.previous_log, self.logfile))]
-        if not any(got):
-            return None
-        return [line for p in got if p is not None for line in p.read_text(errors="replace").splitlines()]
-
     def parsed_events(self, dest: Path) -> list[Event] | None:
-        from harness.kafkalog import parse_broker_log, to_events
+        """Every start's log, oldest first, downloaded into ``dest`` and parsed; None without a log."""
+        from harness.kafkalog import broker_events
 
-        lines = self._log_lines(dest)
-        if lines is None:
-            return None
-        return to_events(parse_broker_log(lines, self.broker_id, self.settings.session_timeout_ms),
-                         self.broker_id, self.run)
+        logs = [self.download(p, dest / f"{self.name}-{i}.log") for i, p in enumerate((self.previous_log, self.logfile))]
+        return broker_events(logs, self.broker_id, self.settings.session_timeout_ms, self.run)
 
     def collect_events(self, dest: Path) -> Path | None:
         """The events the broker's log says, as ``dest/kafka-N.jsonl`` (source ``agent:N``)."""
+        from harness.kafkalog import write_events
+
         with tempfile.TemporaryDirectory() as tmp:
             events = self.parsed_events(Path(tmp))
-        if events is None:
-            return None
-        dest.mkdir(parents=True, exist_ok=True)
-        out = dest / f"kafka-{self.broker_id}.jsonl"
-        out.write_text("".join(e.to_json() + "\n" for e in events))
-        return out
+        return None if events is None else write_events(events, dest / f"kafka-{self.broker_id}.jsonl")
 
     def events(self) -> list[Event]:
         """The broker's events so far (its log downloaded and parsed)."""
