@@ -52,7 +52,7 @@ def package_schedule(faults: Sequence[str] = DEFAULT_FAULTS, interval: float = 5
     (broker names, T) aims and sizes episodes; they need one."""
     unknown = [f for f in faults if f not in FAULTS and f not in EPISODES]
     if unknown:
-        raise ValueError(f"unknown faults {unknown} (known: {', '.join(FAULTS)})")
+        raise ValueError(f"unknown faults {unknown} (known: {', '.join((*FAULTS, *EPISODES))})")
     if interval <= 0 or time_limit <= 0:
         raise ValueError("interval and time_limit must be > 0")
     rng = random.Random(seed)

@@ -23,16 +23,12 @@ from scenarios.timeline import hx
 
 TARGET = 2
 
-ORPHAN_RULE = lost_connect_rule("kafka-14845-orphan", "lose the createSession reply and everything after it on "
-                                 "this connection")
-
-
-# With real Kafka brokers every broker connection goes through the wire proxy, and the first
-# ConnectResponse after the heal is "your session expired" (session id 0) to the reconnecting S1:
-# the rule must wait for the reply that creates the new session.
-KAFKA_ORPHAN_RULE = {**ORPHAN_RULE, "match": {**ORPHAN_RULE["match"], "connect_result": "new"},
-                     "comment": "lose the reply that creates a new session and everything after it on this "
-                                "connection"}
+# The reply that creates the new session: with real Kafka brokers every broker connection goes
+# through the wire proxy, and the first ConnectResponse after the heal is "your session expired"
+# (session id 0) to the reconnecting S1, which must pass.
+ORPHAN_RULE = lost_connect_rule("kafka-14845-orphan", "lose the reply that creates a new session and everything "
+                                 "after it on this connection")
+ORPHAN_RULE["match"]["connect_result"] = "new"
 
 
 class Kafka14845(Scenario):
@@ -47,14 +43,9 @@ class Kafka14845(Scenario):
                  f"{reg.value['czxid'] if reg else '?'} (R = S1), T = {ctx.T * 1000:.0f} ms")
         # Only broker TARGET's pipelining (Netty-emulation) session dials the wire proxy; its kazoo
         # session goes through the Toxiproxy links the partition cuts.
-        if kafka:
-            ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[KAFKA_ORPHAN_RULE])
-            ctx.step("   wire proxy armed: drop the next ConnectResponse that creates a session, then black-hole "
-                     "that connection")
-        else:
-            ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[ORPHAN_RULE])
-            ctx.step("   wire proxy armed: drop the next ConnectResponse on a pipelined connection, then "
-                     "black-hole it")
+        ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[ORPHAN_RULE])
+        ctx.step("   wire proxy armed: drop the next ConnectResponse that creates a session, then black-hole "
+                 "that connection")
         ctx.nemesis("isolate", "start", [node])
         ctx.step(f"2. partition broker {TARGET} from ZooKeeper (all its ZK links cut) until S1 expires")
 

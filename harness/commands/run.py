@@ -16,7 +16,13 @@ from typing import Any
 from rich.console import Console
 
 from agent.config import ConfigError, parse_toggle_args
-from harness.commands.kafkaflags import KAFKA_MARGIN_MS, add_zk_client_args, fetch, kafka_brokers, kafka_target
+from harness.commands.kafkaflags import (
+    KAFKA_MARGIN_MS,
+    add_zk_client_args,
+    fetch,
+    kafka_brokers,
+    kafka_target,
+)
 from harness.errors import EXIT_CRASH, UsageError
 from harness.inventory import Inventory, load_inventory
 from harness.spec import KafkaBrokers, TestSpec
