@@ -25,7 +25,7 @@ name = "kafka-kill-isolate"
 at = 1.0
 fault = "kill"
 targets = ["b1"]
-duration = 1.0
+duration = 3.5
 
 [[step]]
 at = 2.0
@@ -54,10 +54,20 @@ def test_real_brokers_reregister_after_a_kill_and_an_expiry(tmp_path):
     def of(broker: int, f: str, type_: str = "event") -> list[dict]:
         return [e for e in events if e["src"] == f"agent:{broker}" and e["f"] == f and e["type"] == type_]
 
-    # b1: killed and started again (two starts in its log), registered with a larger epoch
+    # b1: killed for longer than its session timeout (3 s) and started again (two starts in its log)
     assert len(of(1, "agent_start")) == 2
-    epochs1 = [e["value"]["epoch"] for e in of(1, "register", "ok")]
-    assert len(epochs1) == 2 and epochs1[1] > epochs1[0]
+    regs1 = of(1, "register", "ok")
+    refused = of(1, "register", "fail")
+    if refused:
+        # a restarted broker that reaches registration before ZooKeeper expired its killed session is
+        # refused by Kafka itself (CheckedEphemeral: the node's owner is the dead session) and exits;
+        # seen once in CI under load. The refusal must name the first session as the owner.
+        assert len(regs1) == 1 and refused[0]["value"]["owner"] == regs1[0]["value"]["session_id"], refused
+        assert of(1, "startup_failed"), [e for e in events if e["src"] == "agent:1"]
+    else:
+        # the usual outcome: registered again with a larger epoch (czxid)
+        assert len(regs1) == 2 and regs1[1]["value"]["epoch"] > regs1[0]["value"]["epoch"], \
+            [e for e in events if e["src"] == "agent:1"]
     # b2: its session expired while isolated; it registered again under a new session
     assert [e["value"]["state"] for e in of(2, "session") if e["value"]["state"] == "expired"]
     regs2 = of(2, "register", "ok")
@@ -66,6 +76,6 @@ def test_real_brokers_reregister_after_a_kill_and_an_expiry(tmp_path):
     # the proxy saw ZooKeeper create
     on_wire = {e["value"]["session_id"] for e in events if e["src"] == "zkproxy" and e["f"] == "session_established"}
     registered = {e["value"]["session_id"] for b in (1, 2, 3) for e in of(b, "register", "ok")}
-    assert len(registered) == 5 and registered <= on_wire, (registered, on_wire)
+    assert len(registered) == (4 if refused else 5) and registered <= on_wire, (registered, on_wire)
     # the first start's log survives the restart, in the run directory
     assert "[KafkaServer id=1] started" in (run_dir / "logs" / "b1-kafka-previous.log").read_text()
