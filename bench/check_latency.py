@@ -9,8 +9,12 @@ load from other processes falls on both alike:
 
 1. bare: ``SparkSession.builder.master("local[*]").getOrCreate()`` then ``spark.range(1).count()``,
    with Spark's defaults (the yardstick of issue 13: the check's target is <= 1.2x this);
-2. check: ``harness check PATH --json`` (the CLI, as a user runs it);
-3. breakdown: the same check in-process, timed by step: Python imports, SparkSession start
+2. check: ``harness check PATH --json --no-server`` (the CLI, as a user runs it, checking in its own
+   process: JVM start included);
+3. server: ``harness check PATH --json`` from a fresh process while a check server
+   (``harness check-server start``, started once before the rounds and stopped after them; its
+   start-up is printed apart) holds a warm session;
+4. breakdown: the same check in-process, timed by step: Python imports, SparkSession start
    (``checkers.spark.get_spark``: JVM, context, the project's settings), loading the history
    (``checkers.events_df.load``) and every checker in report order
    (``checkers.project.check_histories(timings=...)``; a family's shared job is paid by its first
@@ -112,18 +116,31 @@ def main() -> int:
         print(f"check_latency: {path}: no such file or directory", file=sys.stderr)
         return 254
     py = sys.executable
-    bare, bare_cpu, check, steps = [], [], [], []
+    bare, bare_cpu, check, served, steps = [], [], [], [], []
     verdict = "-"
-    for i in range(args.repeat):
-        wall, out = timed([py, "-c", BARE])
-        bare.append(wall)
-        bare_cpu.append(float(out.split()[-1]))
-        wall, out = timed([py, "-c", CHECK, "check", str(path), "--json"])
-        check.append(wall)
-        verdict = json.loads(out.splitlines()[-1])["valid"]
-        _, out = timed([py, str(Path(__file__).resolve()), "--breakdown", str(path)])
-        steps.append(json.loads(out.splitlines()[-1]))
-        print(f"round {i + 1}/{args.repeat}: bare {bare[-1]:.1f} s, harness check {check[-1]:.1f} s", flush=True)
+    from checkers import server
+
+    ours = server.read_state() is None
+    server_up, _ = timed([py, "-c", CHECK, "check-server", "start"])
+    try:
+        for i in range(args.repeat):
+            wall, out = timed([py, "-c", BARE])
+            bare.append(wall)
+            bare_cpu.append(float(out.split()[-1]))
+            wall, out = timed([py, "-c", CHECK, "check", str(path), "--json", "--no-server"])
+            check.append(wall)
+            verdict = json.loads(out.splitlines()[-1])["valid"]
+            wall, out = timed([py, "-c", CHECK, "check", str(path), "--json"])
+            served.append(wall)
+            if json.loads(out.splitlines()[-1])["valid"] != verdict:
+                raise SystemExit("the check server's verdict differs from the in-process check's")
+            _, out = timed([py, str(Path(__file__).resolve()), "--breakdown", str(path)])
+            steps.append(json.loads(out.splitlines()[-1]))
+            print(f"round {i + 1}/{args.repeat}: bare {bare[-1]:.1f} s, harness check {check[-1]:.1f} s, "
+                  f"on the check server {served[-1]:.1f} s", flush=True)
+    finally:
+        if ours:
+            server.stop()
 
     b, c = statistics.median(bare), statistics.median(check)
     load = os.getloadavg()
@@ -131,7 +148,10 @@ def main() -> int:
           f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; median of {args.repeat}")
     print(f"{'cold process':<34}{'seconds':>9}{'x bare':>9}")
     print(f"{'bare SparkSession + range(1).count':<34}{b:>9.2f}{1.0:>9.2f}")
-    print(f"{'harness check PATH --json':<34}{c:>9.2f}{c / b:>9.2f}   (target <= 1.20)")
+    sv = statistics.median(served)
+    print(f"{'harness check PATH (in-process)':<34}{c:>9.2f}{c / b:>9.2f}   (target <= 1.20)")
+    print(f"{'harness check PATH (check server)':<34}{sv:>9.2f}{sv / b:>9.2f}   (target <= 1.20; the server "
+          f"{'started' if ours else 'was already running'}{f' once in {server_up:.1f} s' if ours else ''})")
     cpu = {k: statistics.median(s["cpu"][k] for s in steps) for k in steps[-1]["cpu"]}
     bc = statistics.median(bare_cpu)
     print("\nJVM CPU seconds (user+system; less sensitive to load than wall)")

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--parquet", metavar="OUT", help="also write the project events as Parquet under OUT")
     p.add_argument("--junit", metavar="FILE",
                    help="also write JUnit XML: a testsuite per path, a testcase per checker, anomalies as failures")
+    p.add_argument("--no-server", action="store_true",
+                   help="check in this process even when a check server (`harness check-server`) is running")
     p.set_defaults(func=run)
 
 
@@ -65,15 +68,15 @@ def _skip(path: str, why: str, total: int) -> dict[str, Any]:
     return {"path": path, "format": "-", "valid": "unknown", "anomalies": [], "stats": {}, "error": why}
 
 
-def _check_project(jsonl: list[str], spark: Any, total: int, skipped: list[dict[str, Any]]) -> dict[str, Result]:
-    """The project checkers over ``jsonl``; when a history is malformed and others were given, the
-    malformed ones are skipped (found by the plain reader, which names file and line) and the rest
-    checked."""
-    from checkers import project
+def _check_project(jsonl: list[str], check: Callable[[list[str]], dict[str, Result]], total: int,
+                   skipped: list[dict[str, Any]]) -> dict[str, Result]:
+    """The project checkers over ``jsonl`` (``check``: in this process or on the check server); when a
+    history is malformed and others were given, the malformed ones are skipped (found by the plain
+    reader, which names file and line) and the rest checked."""
     from history import HistoryFormatError, read_records
 
     try:
-        return project.check_histories(jsonl, spark=spark)
+        return check(jsonl)
     except UsageError:
         if total == 1:
             raise
@@ -87,7 +90,21 @@ def _check_project(jsonl: list[str], spark: Any, total: int, skipped: list[dict[
                 skipped.append(_skip(path, str(e), total))
         if len(good) == len(jsonl):
             raise
-        return project.check_histories(good, spark=spark) if good else {}
+        return check(good) if good else {}
+
+
+def _server_for(args: argparse.Namespace, fmts: list[str]) -> Any:
+    """The running check server when it can take this check: project histories only (reference ones
+    only with --local), no --parquet, the same Spark master."""
+    from checkers import server
+    from checkers.spark import resolve_master
+
+    if args.no_server or args.parquet or not all(f == "jsonl" or args.local for f in fmts):
+        return None
+    st = server.read_state()
+    if st is None or st.master != resolve_master(args.spark_master):
+        return None
+    return st
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
         fmts.append(fmt)
     if not resolved:
         raise UsageError(f"none of the {len(args.paths)} paths can be checked (each is named above)")
-    need_spark = any(f == "jsonl" for f in fmts) or not args.local
+    remote = _server_for(args, fmts)
+    need_spark = remote is None and (any(f == "jsonl" for f in fmts) or not args.local)
     warm = None
     if need_spark:
         from checkers.events_df import SMALL_BYTES
@@ -145,7 +163,16 @@ def run(args: argparse.Namespace) -> int:
             from checkers.events_df import write_parquet
 
             write_parquet(spark, jsonl, args.parquet)
-        results.update(_check_project(jsonl, spark, len(args.paths), skipped))
+        if remote is not None:
+            from checkers.server import check_remote
+
+            print(f"harness check: on the check server (pid {remote.pid}, {remote.master})", file=sys.stderr)
+            results.update(_check_project(jsonl, lambda paths: check_remote(remote, paths), len(args.paths), skipped))
+        else:
+            from checkers.project import check_histories
+
+            results.update(_check_project(jsonl, lambda paths: check_histories(paths, spark=spark), len(args.paths),
+                                          skipped))
     wall = time.monotonic() - t0
 
     rows = list(skipped)

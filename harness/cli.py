@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "harness.commands.setup",
     "harness.commands.agent",
     "checkers.command",
+    "harness.commands.checkserver",
     "harness.commands.hunt",
     "harness.commands.repro",
     "harness.commands.report",

@@ -22,9 +22,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from checkers import server
+
+    stopped = server.stop()
+    if stopped is not None:
+        print(f"teardown: stopped the check server (pid {stopped})")
     states = sorted(STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []
     if not states:
-        print("teardown: nothing recorded; nothing to do")
+        if stopped is None:
+            print("teardown: nothing recorded; nothing to do")
         return 0
     for path in states:
         try:

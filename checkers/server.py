@@ -1,0 +1,286 @@
+"""The check server: one warm SparkSession that ``harness check`` processes hand their project
+histories to, so a check from a cold process pays neither the JVM's start nor its cold JIT.
+
+``harness check-server start`` runs ``python -m checkers.server`` detached. It starts a local session
+tuned for run-sized input (``checkers.spark.QUICK_JVM``), checks a small built-in history once so
+the JVM has compiled the checkers' code paths, then records ``STATE`` (pid, 127.0.0.1 port, a random
+key, master) and answers requests until ``stop`` or ``--idle-timeout`` seconds without one (so a
+forgotten server does not hold its JVM forever). ``harness teardown`` stops it too.
+
+A request is ``{"op": "check", "paths": [...]}``; the reply is ``{"results": {path: result}}`` from
+``checkers.project.check_histories`` on the server's session (the verdicts of an in-process
+check), or ``{"error": "usage" | "crash", "message": ...}``. The transport is
+``multiprocessing.connection`` on loopback, authenticated with the key (the state file is mode 0600).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import secrets
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Client, Listener
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UsageError
+
+# In harness.cluster.STATE_DIR (not imported: it would bring the cluster's SSH and ZooKeeper clients
+# into every `harness check`), beside the run states `harness teardown` reads.
+STATE = Path(__file__).resolve().parent.parent / ".local" / "state" / "check-server" / "server.json"
+DEFAULT_IDLE_TIMEOUT_S = 3600.0
+
+
+@dataclass
+class ServerState:
+    pid: int
+    port: int
+    key: str  # hex
+    master: str
+    started: float
+    log: str
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+
+def read_state(path: Path = STATE) -> ServerState | None:
+    """The recorded server if its process is alive; a stale record is removed."""
+    try:
+        st = ServerState(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+    if not _alive(st.pid):
+        path.unlink(missing_ok=True)
+        return None
+    return st
+
+
+def request(st: ServerState, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    """Send one request and wait for its reply (``timeout`` None: as long as the check takes)."""
+    with Client(st.address, authkey=bytes.fromhex(st.key)) as conn:
+        conn.send(message)
+        if timeout is not None and not conn.poll(timeout):
+            raise TimeoutError(f"check server pid {st.pid}: no reply in {timeout:.0f}s")
+        return conn.recv()
+
+
+def check_remote(st: ServerState, paths: list[str]) -> dict[str, Any]:
+    """{path: result} checked by the server; a bad history is the same ``UsageError`` as in-process."""
+    reply = request(st, {"op": "check", "paths": [str(Path(p).resolve()) for p in paths]})
+    if "error" in reply:
+        if reply["error"] == "usage":
+            raise UsageError(reply["message"])
+        raise RuntimeError(f"check server pid {st.pid}: {reply['message']}")
+    by_abs = reply["results"]
+    return {p: by_abs[str(Path(p).resolve())] for p in paths}
+
+
+def start(master: str | None = None, idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S, wait: float = 300.0,
+          path: Path = STATE) -> ServerState:
+    """Start a server (detached, in its own session) and wait until it answers; the running one if
+    there is one already."""
+    import subprocess
+
+    running = read_state(path)
+    if running is not None:
+        return running
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = path.with_name("server.log")
+    cmd = [sys.executable, "-m", "checkers.server", "--state", str(path), "--idle-timeout", str(idle_timeout)]
+    if master:
+        cmd += ["--spark-master", master]
+    with open(log, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=Path(__file__).resolve().parent.parent)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        st = read_state(path)
+        if st is not None and st.pid == proc.pid:
+            return st
+        if proc.poll() is not None:
+            raise RuntimeError(f"check server exited with code {proc.returncode} before it was ready; "
+                               f"its log: {log}: {_tail(log)}")
+        time.sleep(0.2)
+    _kill_group(proc.pid)
+    raise RuntimeError(f"check server not ready after {wait:.0f}s (stopped); its log: {log}")
+
+
+def stop(path: Path = STATE) -> int | None:
+    """Stop the recorded server (asked, then its process group signalled); the pid, or None."""
+    st = read_state(path)
+    if st is None:
+        return None
+    with contextlib.suppress(OSError, EOFError, TimeoutError, ValueError):  # a server mid-check answers after it
+        request(st, {"op": "stop"}, timeout=10)
+    deadline = time.monotonic() + 20
+    while _alive(st.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if _alive(st.pid):
+        _kill_group(st.pid)
+    path.unlink(missing_ok=True)
+    return st.pid
+
+
+def status(st: ServerState) -> dict[str, Any]:
+    return request(st, {"op": "status"}, timeout=10)
+
+
+# --- the server process -------------------------------------------------------------------------------
+def serve(state_path: Path, master: str | None, idle_timeout: float) -> int:
+    from checkers.project import check_histories
+    from checkers.spark import get_spark, stop_spark
+
+    spark = get_spark(master, quick=True)
+    _warm_up(spark)
+    key = secrets.token_bytes(32)
+    served = 0
+    with Listener(("127.0.0.1", 0), authkey=key) as listener:
+        st = ServerState(os.getpid(), listener.address[1], key.hex(), str(spark.sparkContext.master), time.time(),
+                         str(state_path.with_name("server.log")))
+        tmp = state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(st)), encoding="utf-8")
+        tmp.chmod(0o600)
+        os.replace(tmp, state_path)
+        print(f"check server pid {st.pid} on 127.0.0.1:{st.port}, session {st.master}", flush=True)
+        signal.signal(signal.SIGTERM, _interrupt)
+        idle = _IdleWatch(st, idle_timeout)
+        try:
+            while True:
+                try:
+                    conn = listener.accept()
+                except (OSError, EOFError) as e:  # a client with the wrong key, or gone
+                    print(f"refused a connection: {e}", flush=True)
+                    continue
+                with conn:
+                    try:
+                        msg = conn.recv()
+                    except (OSError, EOFError):
+                        continue
+                    op = msg.get("op") if isinstance(msg, dict) else None
+                    if op == "stop":
+                        conn.send({"stopping": True})
+                        print("idle: stopping" if msg.get("idle") else "asked to stop", flush=True)
+                        break
+                    if op == "status":
+                        conn.send({**asdict(st), "key": "", "served": served, "uptime_s": time.time() - st.started})
+                        continue
+                    if op != "check":
+                        conn.send({"error": "crash", "message": f"unknown request {op!r}"})
+                        continue
+                    conn.send(_check(check_histories, spark, msg.get("paths") or []))
+                    served += 1
+                    idle.touch()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                if json.loads(state_path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                    state_path.unlink()
+            stop_spark()
+    return 0
+
+
+def _check(check_histories: Any, spark: Any, paths: list[str]) -> dict[str, Any]:
+    t0 = time.monotonic()
+    try:
+        results = check_histories(paths, spark=spark)
+    except UsageError as e:
+        return {"error": "usage", "message": str(e)}
+    except Exception as e:  # noqa: BLE001 - the client says what broke; the server keeps serving
+        traceback.print_exc()
+        return {"error": "crash", "message": f"{type(e).__name__}: {e}"}
+    print(f"checked {len(paths)} histories in {time.monotonic() - t0:.1f}s", flush=True)
+    return {"results": results}
+
+
+def _warm_up(spark: Any) -> None:
+    """Check a small built-in history once (every checker runs), so that the first real check finds
+    the JVM's code already compiled."""
+    from checkers.project import check_histories
+    from checkers.testing import EventLog
+
+    log = EventLog(run="warm-up")
+    for b in (1, 2):
+        a = f"agent:{b}"
+        log.emit(a, "agent_start", process=b, broker_id=b, pid=b, toggles={}, session_timeout_ms=3000)
+        log.emit(a, "session", process=b, state="connected", session_id=0x100 + b)
+        log.emit(a, "register", "invoke", b, broker_id=b, attempt=1, mode="3x", session_id=0x100 + b)
+        log.emit(a, "register", "ok", b, broker_id=b, epoch=0x200 + b, czxid=0x200 + b, session_id=0x100 + b,
+                 recorded_session=None, owner=0x100 + b, path_existed=False)
+    with tempfile.TemporaryDirectory(prefix="zkfence-warm-") as d:
+        t0 = time.monotonic()
+        check_histories([str(log.write(Path(d) / "history.jsonl"))], spark=spark)
+        print(f"warm-up check {time.monotonic() - t0:.1f}s", flush=True)
+
+
+class _IdleWatch:
+    """After ``timeout`` seconds without a request, asks the server to stop, as a client would (the
+    serving loop blocks in ``accept``)."""
+
+    def __init__(self, st: ServerState, timeout: float) -> None:
+        import threading
+
+        self.st, self.timeout, self.last = st, timeout, time.monotonic()
+        threading.Thread(target=self._watch, name="idle-watch", daemon=True).start()
+
+    def touch(self) -> None:
+        self.last = time.monotonic()
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(min(5.0, self.timeout / 4))
+            if time.monotonic() - self.last >= self.timeout:
+                with contextlib.suppress(OSError, EOFError):
+                    request(self.st, {"op": "stop", "idle": True}, timeout=30)
+                return
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):  # a zombie child of ours counts as gone
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _tail(log: Path, n: int = 3) -> str:
+    try:
+        return " | ".join(log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m checkers.server")
+    p.add_argument("--state", type=Path, default=STATE)
+    p.add_argument("--spark-master")
+    p.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S)
+    args = p.parse_args(argv)
+    return serve(args.state, args.spark_master, args.idle_timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

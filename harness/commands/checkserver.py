@@ -1,0 +1,50 @@
+"""`harness check-server start|stop|status`: a warm SparkSession for `harness check` (checkers.server)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from harness.errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("check-server", help="keep a warm Spark session that `harness check` uses",
+                       description=__doc__)
+    p.add_argument("action", choices=("start", "stop", "status"))
+    p.add_argument("--spark-master", help="Spark master of the server's session (default $HARNESS_SPARK_MASTER "
+                                          "or local[*]); `harness check` uses the server only for the same master")
+    p.add_argument("--idle-timeout", type=float, default=None, metavar="S",
+                   help="stop after S seconds without a check (default 3600)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from checkers import server
+
+    if args.action != "start" and (args.spark_master or args.idle_timeout is not None):
+        raise UsageError(f"--spark-master and --idle-timeout go with `check-server start`, not {args.action}")
+    if args.action == "start":
+        if args.idle_timeout is not None and args.idle_timeout <= 0:
+            raise UsageError("--idle-timeout must be positive")
+        running = server.read_state()
+        t0 = time.monotonic()
+        st = server.start(args.spark_master, args.idle_timeout or server.DEFAULT_IDLE_TIMEOUT_S)
+        if running is not None:
+            print(f"check server already running: pid {st.pid} on 127.0.0.1:{st.port}, session {st.master}")
+        else:
+            print(f"check server started in {time.monotonic() - t0:.1f}s: pid {st.pid} on 127.0.0.1:{st.port}, "
+                  f"session {st.master} (log {st.log})")
+        return 0
+    if args.action == "stop":
+        pid = server.stop()
+        print("check server: none running" if pid is None else f"check server pid {pid} stopped")
+        return 0
+    st = server.read_state()
+    if st is None:
+        print("check server: none running")
+        return 1
+    info = server.status(st)
+    print(f"check server pid {st.pid} on 127.0.0.1:{st.port}, session {st.master}: up {info['uptime_s']:.0f}s, "
+          f"{info['served']} check(s) served (log {st.log})")
+    return 0

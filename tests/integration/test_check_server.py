@@ -1,0 +1,99 @@
+"""`harness check-server`: a real detached server process with its own SparkSession. `harness check`
+from a new process hands it the histories and prints the same verdicts as a check in-process; a
+malformed history is the same one-line error; `stop`, the idle timeout and `harness teardown` each
+end the process and remove its record."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from checkers import server
+from checkers.testing import EventLog
+from tests.integration.test_check_fencing import c2
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def harness(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, env={k: v for k, v in os.environ.items()
+                                                           if k != "HARNESS_SPARK_MASTER"})
+
+
+def gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not server._alive(pid):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@pytest.fixture()
+def histories(tmp_path: Path) -> list[str]:
+    out = []
+    for bad in (False, True):
+        log = EventLog(run=f"c2-{bad}")
+        c2(log, bad)  # single_registrant holds / is broken
+        out.append(str(log.write(tmp_path / f"{'bad' if bad else 'good'}.jsonl")))
+    return out
+
+
+def test_check_on_the_server_then_stop_and_teardown(histories: list[str], tmp_path: Path) -> None:
+    harness("check-server", "stop")
+    p = harness("check-server", "start", "--idle-timeout", "600")
+    assert p.returncode == 0 and "check server started" in p.stdout, p.stdout + p.stderr
+    st = server.read_state()
+    assert st is not None and st.master == "local[*]" and oct(server.STATE.stat().st_mode & 0o777) == "0o600"
+    try:
+        again = harness("check-server", "start")
+        assert "already running" in again.stdout and f"pid {st.pid}" in again.stdout
+        on_server = harness("check", "--json", *histories)
+        assert f"on the check server (pid {st.pid}" in on_server.stderr
+        in_process = harness("check", "--json", "--no-server", *histories)
+        assert "check server" not in in_process.stderr
+        assert on_server.returncode == in_process.returncode == 1, on_server.stderr
+        rows = [json.loads(x) for x in on_server.stdout.splitlines() if x.startswith("{")]
+        assert rows == [json.loads(x) for x in in_process.stdout.splitlines() if x.startswith("{")]
+        assert [r["checkers"]["single_registrant"]["valid"] for r in rows] == [True, False]
+        assert rows[1]["valid"] is False
+        # bad input on the server: the same one-line error, exit 254, and the server keeps serving
+        bad = tmp_path / "malformed.jsonl"
+        bad.write_text(Path(histories[0]).read_text() + "not json\n" + Path(histories[0]).read_text())
+        p = harness("check", str(bad))
+        assert p.returncode == 254 and f"{bad}:" in p.stderr and len(p.stderr.strip().splitlines()) == 2, p.stderr
+        status = harness("check-server", "status")
+        assert status.returncode == 0 and "2 check(s) served" in status.stdout, status.stdout
+    finally:
+        stopped = harness("check-server", "stop")
+    assert f"pid {st.pid} stopped" in stopped.stdout
+    assert gone(st.pid, 30) and server.read_state() is None and not server.STATE.exists()
+    assert harness("check-server", "status").returncode == 1
+
+    # the idle timeout stops a forgotten server; `harness teardown` stops a running one
+    p = harness("check-server", "start", "--idle-timeout", "5")
+    idle = server.read_state()
+    assert p.returncode == 0 and idle is not None
+    assert gone(idle.pid, 60), "the idle server is still running"
+    assert not server.STATE.exists()
+    p = harness("check-server", "start")
+    st = server.read_state()
+    assert st is not None
+    p = harness("teardown")
+    assert f"stopped the check server (pid {st.pid})" in p.stdout, p.stdout
+    assert gone(st.pid, 30) and not server.STATE.exists()
+
+
+def test_bad_flags_are_254() -> None:
+    p = harness("check-server", "status", "--idle-timeout", "5")
+    assert p.returncode == 254 and "--idle-timeout" in p.stderr
+    p = harness("check-server", "start", "--idle-timeout", "0")
+    assert p.returncode == 254 and "--idle-timeout must be positive" in p.stderr

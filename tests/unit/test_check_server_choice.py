@@ -1,0 +1,60 @@
+"""Which `harness check` calls go to a running check server (checkers.command._server_for) and how a
+stale server record is handled (checkers.server.read_state): plain data, no server."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checkers import command, server
+
+
+def args(**kw: object) -> argparse.Namespace:
+    base = dict(no_server=False, parquet=None, local=False, spark_master=None)
+    return argparse.Namespace(**{**base, **kw})
+
+
+@pytest.fixture()
+def running(monkeypatch: pytest.MonkeyPatch) -> server.ServerState:
+    st = server.ServerState(pid=os.getpid(), port=1, key="00", master="local[*]", started=0.0, log="-")
+    monkeypatch.setattr(server, "read_state", lambda path=server.STATE: st)
+    monkeypatch.delenv("HARNESS_SPARK_MASTER", raising=False)
+    return st
+
+
+def test_project_histories_go_to_the_server(running: server.ServerState) -> None:
+    assert command._server_for(args(), ["jsonl", "jsonl"]) is running
+    assert command._server_for(args(spark_master="local[*]"), ["jsonl"]) is running
+    assert command._server_for(args(local=True), ["jsonl", "porcupine-kv"]) is running
+
+
+@pytest.mark.parametrize("kw,fmts", [
+    (dict(no_server=True), ["jsonl"]),
+    (dict(parquet="out"), ["jsonl"]),
+    (dict(), ["jsonl", "knossos"]),  # a reference history on Spark: this process starts Spark anyway
+    (dict(spark_master="spark://127.0.0.1:7077"), ["jsonl"]),  # another master than the server's
+])
+def test_everything_else_stays_in_process(running: server.ServerState, kw: dict, fmts: list[str]) -> None:
+    assert command._server_for(args(**kw), fmts) is None
+
+
+def test_no_server_and_stale_records(tmp_path: Path) -> None:
+    state = tmp_path / "server.json"
+    assert server.read_state(state) is None
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    state.write_text(json.dumps(dict(pid=int(dead.stdout), port=1, key="00", master="local[*]", started=0.0, log="-")))
+    assert server.read_state(state) is None and not state.exists()  # its process is gone: the record too
+    state.write_text("{not json")
+    assert server.read_state(state) is None
+
+
+def test_the_record_lives_in_the_state_dir_teardown_reads() -> None:
+    from harness.cluster import STATE_DIR
+
+    assert server.STATE.parent.parent == STATE_DIR
