@@ -119,6 +119,11 @@ class LostWrite(BounceBase):
             ctx.step(f"   B rewrote its replication-offset-checkpoint from what it holds: {cp.value.get('partitions')}; "
                      f"dropped {cp.value.get('dropped')} (hw before {cp.value.get('dropped_hw')})")
 
+        # A bounce C noticed took B out of the ISR until it catches up again: wait for B to be back,
+        # or L's death would leave the partition offline instead of telling whether B lost anything.
+        st = ctx.wait(lambda: (s := self._state(ctx, 0)) and b in (s.get("isr") or []) and s, 20,
+                      f"B in the ISR of {p0}")
+        ctx.step(f"   {p0} state {st}: B in the ISR")
         ctx.nemesis("cut", "start", [nb], links=[f"{nb}->{nl}"])
         ctx.nemesis("shutdown", "start", [nc])
         ctx.step(f"5. B's link to L cut (no more fetches); controller {c} shuts down")
