@@ -27,6 +27,7 @@ With KIP-380 (``broker_epoch_check=on``) C sees the czxid increase as a bounce a
 LeaderAndIsr with E2 for both partitions before anything else: B reads t7235lw-0's high watermark
 from the file it wrote at shutdown, truncates nothing and fetches from L again; the held request
 is rejected with STALE_BROKER_EPOCH (77). B is elected after L dies with every acknowledged record.
+(Handling the bounce took B out of the ISR until it caught up: step 5 waits for it to be back.)
 
 Where the agent follows Kafka and where it differs: ``agent/hwcheckpoint.py`` (the checkpoint file)
 and docs/repro.md. The truncation to the high watermark on becoming a follower is Kafka's for
