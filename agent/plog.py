@@ -1,21 +1,24 @@
-"""A partition's replica log: one JSON line per record in ``<data_dir>/logs/<topic>-<p>/log.jsonl``
-plus a high-watermark checkpoint, so wiping the data dir loses the data for real (KAFKA-14139)."""
+"""A partition's replica log: one JSON line per record in ``<data_dir>/logs/<topic>-<p>/log.jsonl``,
+so wiping the data dir loses the data for real (KAFKA-14139). The high watermark lives in memory;
+its durable copy is the broker's one checkpoint file per log directory (``agent.hwcheckpoint``),
+which the owner passes in as ``hw`` on open and rewrites through ``on_hw`` when it changes."""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 
 class PartitionLog:
-    def __init__(self, data_dir: str | os.PathLike[str], topic: str, partition: int) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str], topic: str, partition: int, hw: int = 0,
+                 on_hw: Callable[[], None] | None = None) -> None:
         self.dir = Path(data_dir) / "logs" / f"{topic}-{partition}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "log.jsonl"
-        self.hw_path = self.dir / "hw"
         self._lock = threading.RLock()
         self.records: list[dict[str, Any]] = []
         if self.path.exists():
@@ -26,12 +29,9 @@ class PartitionLog:
                     break  # torn tail after a crash
             # Rewrite without a torn tail so later appends stay line-aligned.
             self._rewrite()
-        self.hw = 0
-        if self.hw_path.exists():
-            try:
-                self.hw = min(int(self.hw_path.read_text().strip() or 0), len(self.records))
-            except ValueError:
-                self.hw = 0
+        # Kafka caps the checkpointed high watermark at the log end offset (Partition.getOrCreateReplica)
+        self.hw = max(0, min(int(hw), len(self.records)))
+        self._on_hw = on_hw
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
 
     @property
@@ -78,11 +78,9 @@ class PartitionLog:
     def set_hw(self, hw: int) -> None:
         with self._lock:
             hw = min(hw, len(self.records))
-            if hw != self.hw:
-                self.hw = hw
-                tmp = self.hw_path.with_suffix(".tmp")
-                tmp.write_text(str(hw))
-                os.replace(tmp, self.hw_path)
+            changed, self.hw = hw != self.hw, hw
+        if changed and self._on_hw is not None:
+            self._on_hw()  # the owner rewrites its checkpoint file
 
     def _rewrite(self) -> None:
         tmp = self.path.with_suffix(".tmp")

@@ -10,6 +10,7 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agent import errors
@@ -20,6 +21,7 @@ from agent.fencing import (
     leader_and_isr_partition_error,
     stop_replica_partition_error,
 )
+from agent.hwcheckpoint import HighWatermarkCheckpoint, dropped_partitions
 from agent.plog import PartitionLog
 from agent.znodes import NO_LEADER, PartitionState
 
@@ -55,6 +57,9 @@ class ReplicaManager:
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
         self.partitions: dict[TP, LocalPartition] = {}
+        # one high-watermark checkpoint for the log directory, as Kafka's replication-offset-checkpoint
+        self.checkpoint = HighWatermarkCheckpoint(Path(self.cfg.data_dir) / "logs")
+        self._checkpointed: dict[TP, int] = self.checkpoint.read()  # the file's content, last read or written
         self.max_controller_epoch_seen = 0
         self.controller_id: int | None = None
         self.metadata: dict[TP, dict[str, Any]] = {}
@@ -82,9 +87,32 @@ class ReplicaManager:
         key = (topic, partition)
         lp = self.partitions.get(key)
         if lp is None:
-            lp = LocalPartition(topic, partition, PartitionLog(self.cfg.data_dir, topic, partition))
+            # Partition.getOrCreateReplica: the high watermark comes from the checkpoint file; a
+            # partition the file does not hold starts at 0
+            saved = self.checkpoint.read()
+            log = PartitionLog(self.cfg.data_dir, topic, partition, hw=saved.get(key, 0),
+                               on_hw=self.checkpoint_high_watermarks)
+            lp = LocalPartition(topic, partition, log)
             self.partitions[key] = lp
+            self.broker.emit("log_open", topic=topic, partition=partition, leo=log.leo, hw=log.hw,
+                             checkpointed=key in saved)
         return lp
+
+    def checkpoint_high_watermarks(self) -> None:
+        """ReplicaManager.checkpointHighWatermarks: rewrite the log directory's checkpoint from the
+        partitions held in memory, and only those (see ``agent.hwcheckpoint``)."""
+        with self.lock:
+            hws = {key: lp.log.hw for key, lp in self.partitions.items()}
+            if not hws:
+                return
+            self.checkpoint.write(hws)
+            before, self._checkpointed = self._checkpointed, hws
+        dropped = dropped_partitions(before, hws)
+        if dropped or set(hws) != set(before):
+            # only when the file's partition set changes: a write per high-watermark move would flood
+            self.broker.emit("hw_checkpoint", partitions={f"{t}-{p}": hw for (t, p), hw in sorted(hws.items())},
+                             dropped=[f"{t}-{p}" for t, p in dropped],
+                             dropped_hw={f"{t}-{p}": before[(t, p)] for t, p in dropped})
 
     # -- control requests ------------------------------------------------------------------
     def handle_control(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +139,10 @@ class ReplicaManager:
                     self._apply_update_metadata(req)
                 elif kind == "StopReplica":
                     partition_errors = self._apply_stop_replica(req)
+                if kind in ("LeaderAndIsr", "StopReplica"):
+                    # Kafka's first checkpoint runs right after the first LeaderAndIsr, the next
+                    # ones periodically; a deleting StopReplica takes the partition out of the file
+                    self.checkpoint_high_watermarks()
                 self.cond.notify_all()
         self.broker.emit(
             "control_recv",
@@ -484,6 +516,7 @@ class ReplicaManager:
 
     def close(self) -> None:
         with self.lock:
+            self.checkpoint_high_watermarks()  # ReplicaManager.shutdown(checkpointHW = true)
             for lp in self.partitions.values():
                 self.broker.emit("log_end", topic=lp.topic, partition=lp.partition, **lp.log.snapshot())
                 lp.log.close()

@@ -55,6 +55,7 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     # partitions and data
     "topic": "str", "partition": "int", "role": "str", "leader": "int", "leader_epoch": "int", "isr": "ints",
     "zk_version": "int", "leo": "int", "hw": "int", "deleted": "bool", "to_offset": "int", "dropped": "json",
+    "checkpointed": "bool", "dropped_hw": "json",
     "replica": "int", "replica_epoch": "int", "fetch_offset": "int", "partition_epoch": "int",
     "new_isr_with_epochs": "json", "based_on_fetch": "str_map", "held": "bool", "ineligible": "ints",
     "offset": "int", "consumer": "int", "value": "json", "acks": "json", "offsets": "ints", "values": "json", "replicas": "json",
@@ -166,6 +167,8 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _agent("replica_state", "topic partition role leader leader_epoch isr zk_version leo hw request_id "
                             "deleted"),
     _agent("truncate", "topic partition to_offset dropped reason"),
+    _agent("log_open", "topic partition leo hw checkpointed"),
+    _agent("hw_checkpoint", "partitions dropped dropped_hw"),
     _kind("controlled_shutdown", f"{AGENT} {CLIENT}", OPS, "broker_id broker request_id broker_epoch error_code "
           "remaining_partitions error"),
     _agent("controlled_shutdown_handled", "request_id broker_epoch cached_epoch outcome error_code "

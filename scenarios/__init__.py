@@ -11,6 +11,7 @@ from scenarios.base import Scenario
 SCENARIO_MODULES = (
     "scenarios.kafka_14845",
     "scenarios.kafka_7235",
+    "scenarios.kafka_7235_lost_write",
     "scenarios.kafka_6584",
     "scenarios.kafka_14139",
 )

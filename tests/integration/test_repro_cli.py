@@ -13,7 +13,7 @@ def test_list_names_every_scenario(capsys):
     assert main(["repro", "--list"]) == 0
     out = capsys.readouterr().out
     for sid in ("KAFKA-14845", "KAFKA-6584", "KAFKA-7235-fast-bounce", "KAFKA-7235-stale-stopreplica",
-                "KAFKA-7235-stale-shutdown", "KAFKA-14139"):
+                "KAFKA-7235-stale-shutdown", "KAFKA-7235-lost-write", "KAFKA-14139"):
         assert sid in out
 
 
