@@ -60,13 +60,7 @@ class Kafka14139(BounceBase):
         ctx.nemesis("shutdown", "start", [nb])
         ctx.wait(lambda: (self._state(ctx) or {}).get("isr") == [a], 10, f"ISR [{a}]")
         ctx.step(f"   B stopped: the controller shrinks the ISR to {self._state(ctx)}")
-        acked = []
-        for i in range(RECORDS):
-            done = ctx.invoke("queue", "send", topic=TOPIC, partition=0, value=f"v{i}", acks="all")
-            if done.type == "ok":
-                acked.append(done.value["offset"])
-            else:
-                ctx.step(f"   append v{i}: {done.type} {done.value.get('error')}")
+        acked = self.send_acked(ctx, TOPIC, RECORDS)
         ctx.step(f"   produced {len(acked)} records with acks=all to leader A={a}: offsets {acked} (committed, ISR [A])")
         ctx.nemesis("hold_alter_partition", "start", [na])
         ctx.nemesis("shutdown", "stop", [nb])

@@ -77,6 +77,18 @@ class BounceBase(Scenario):
                      f"follower of {topic}-0")
         return ev
 
+    def send_acked(self, ctx: RunContext, topic: str, count: int) -> list[int]:
+        """``count`` acks=all sends to ``topic``-0 through the scenario's queue client: the offsets
+        acknowledged (a failed send is a step of the story, not an error)."""
+        acked = []
+        for i in range(count):
+            done = ctx.invoke("queue", "send", topic=topic, partition=0, value=f"v{i}", acks="all")
+            if done.type == "ok":
+                acked.append(done.value["offset"])
+            else:
+                ctx.step(f"   send v{i}: {done.type} {done.value.get('error')}")
+        return acked
+
     def restart(self, ctx: RunContext, b: int, e1: int | None) -> int | None:
         """Clean stop (session closed, znode deleted) and start: a new incarnation with a new czxid."""
         ctx.nemesis("bounce", "start", [ctx.node(b)])

@@ -73,13 +73,7 @@ class LostWrite(BounceBase):
                  f"B's epoch E1 = czxid {e1}")
         if self.wait_follower(ctx, b, e1, topic=TOPIC) is None:
             return
-        acked = []
-        for i in range(RECORDS):
-            done = ctx.invoke("queue", "send", topic=TOPIC, partition=0, value=f"v{i}", acks="all")
-            if done.type == "ok":
-                acked.append(done.value["offset"])
-            else:
-                ctx.step(f"   send v{i}: {done.type} {done.value.get('error')}")
+        acked = self.send_acked(ctx, TOPIC, RECORDS)
         ctx.step(f"1. sent {len(acked)} records to {p0} with acks=all: offsets {acked} acknowledged by "
                  f"ISR [L={ld}, B={b}]")
 
