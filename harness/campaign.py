@@ -82,7 +82,8 @@ class PlannedRun:
     @property
     def label(self) -> str:
         toggles = ",".join(f"{k}={v}" for k, v in self.toggles.items()) or "defaults"
-        zk = f" [zk {','.join(f'{k}={v}' for k, v in sorted(self.zookeeper.items()))}]" if self.zookeeper else ""
+        # parentheses, not brackets: the label is printed through rich, which would take [..] for markup
+        zk = f" (zk {','.join(f'{k}={v}' for k, v in sorted(self.zookeeper.items()))})" if self.zookeeper else ""
         return f"{self.faults}{zk} · {toggles} · {self.workload} · seed {self.seed}" + (
             f" · repeat {self.repeat}" if self.repeat else "")
 

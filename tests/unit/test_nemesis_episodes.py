@@ -160,7 +160,13 @@ def test_a_campaign_fault_set_carries_its_zookeeper_settings_into_its_runs(tmp_p
     specs = plan_specs(c, load_inventory(None))
     assert [s.zk_overrides for _, s in specs] == [{"tick_time_ms": 200}, {"tick_time_ms": 200, "sync_limit": 100}]
     assert specs[1][0].argv(c)[-4:] == ["--zk", "sync_limit=100", "--zk", "tick_time_ms=200"]
-    assert specs[1][0].label.startswith("revived_session [zk sync_limit=100,tick_time_ms=200] · defaults")
+    label = specs[1][0].label
+    assert label.startswith("revived_session (zk sync_limit=100,tick_time_ms=200) · defaults")
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    console.print(label, highlight=False)  # as the campaign prints it: nothing taken for markup
+    assert console.export_text().strip() == label
     short = text.replace("{ faults = \"revived_session\", zookeeper = { sync_limit = 100 } }", "\"revived_session\"")
     with pytest.raises(CampaignError, match=r"c\.toml: run 001 \(revived_session .*set sync_limit = 61 or more"):
         plan_specs(parse_campaign(tomllib.loads(short), tmp_path / "c.toml", short), load_inventory(None))
