@@ -8,14 +8,21 @@ seeds = [1, 2]               # or a count: seeds = 3 → 1, 2, 3
 repeats = 1
 
 [matrix]
-faults = ["isolate", "partition,kill", "schedule:schedules/x.toml"]
+faults = ["isolate", "partition,kill", "schedule:schedules/x.toml",
+          { faults = "revived_session", zookeeper = { sync_limit = 100 } }]
 toggles = [{}, { reregister_on_expiry = false }]
 workloads = ["none"]
+
+[zookeeper]                  # ensemble settings for every run, on top of the inventory's (optional)
+tick_time_ms = 200
 ```
 
 ``faults``: ``isolate`` is `harness run`'s default (one broker cut from ZooKeeper for 2×T + 1 s),
 a comma list is a seeded random package (`harness run --faults`), ``schedule:FILE`` a scripted
-schedule (relative to the campaign file). Validation is strict, like the inventory's: every error is
+schedule (relative to the campaign file); a table ``{ faults = "...", zookeeper = { ... } }`` is a
+fault set whose runs need other ZooKeeper settings (``harness.zkoverrides``: e.g. revived_session's
+long ``sync_limit``), on top of the file's ``[zookeeper]`` table. Runs with other settings than the
+one before get a new cluster (a cold start), so such fault sets go last in the list. Validation is strict, like the inventory's: every error is
 one line, ``file:line: …`` for bad TOML and ``file:line: key: why`` for a bad value.
 """
 
@@ -25,18 +32,19 @@ import hashlib
 import itertools
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent.config import ConfigError, parse_toggle_args
 from harness.errors import UsageError
 from harness.tomlfile import read_toml
+from harness.zkoverrides import as_args, check_overrides
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CAMPAIGN = REPO_ROOT / "campaigns" / "nightly.toml"
 TOP_KEYS = {"name", "inventory", "time_limit", "budget", "seeds", "repeats", "margin_ms", "interval", "zkproxy",
-            "matrix"}
+            "matrix", "zookeeper"}
 MATRIX_KEYS = {"faults", "toggles", "workloads"}
 
 
@@ -52,6 +60,7 @@ class PlannedRun:
     workload: str
     seed: int
     repeat: int
+    zookeeper: dict[str, Any] = field(default_factory=dict)  # ZooKeeper settings (harness.zkoverrides)
 
     def argv(self, campaign: Campaign) -> list[str]:
         """The `harness run` flags of this run."""
@@ -65,6 +74,7 @@ class PlannedRun:
             out += ["--faults", self.faults, "--interval", str(campaign.interval)]
         if campaign.zkproxy:
             out.append("--zkproxy")
+        out += as_args(self.zookeeper)
         for k, v in self.toggles.items():
             out += ["--toggle", f"{k}={str(v).lower() if isinstance(v, bool) else v}"]
         return out
@@ -72,7 +82,9 @@ class PlannedRun:
     @property
     def label(self) -> str:
         toggles = ",".join(f"{k}={v}" for k, v in self.toggles.items()) or "defaults"
-        return f"{self.faults} · {toggles} · {self.workload} · seed {self.seed}" + (
+        # parentheses, not brackets: the label is printed through rich, which would take [..] for markup
+        zk = f" (zk {','.join(f'{k}={v}' for k, v in sorted(self.zookeeper.items()))})" if self.zookeeper else ""
+        return f"{self.faults}{zk} · {toggles} · {self.workload} · seed {self.seed}" + (
             f" · repeat {self.repeat}" if self.repeat else "")
 
 
@@ -91,6 +103,12 @@ class Campaign:
     margin_ms: int = 3000
     interval: float = 5.0
     zkproxy: bool = False
+    zookeeper: dict[str, Any] = field(default_factory=dict)  # every run's ZooKeeper settings
+    fault_zookeeper: dict[str, dict[str, Any]] = field(default_factory=dict)  # fault set → its own settings
+
+    def zk_settings(self, faults: str) -> dict[str, Any]:
+        """The ZooKeeper settings of a fault set's runs: the file's, then the fault set's own."""
+        return {**self.zookeeper, **self.fault_zookeeper.get(faults, {})}
 
     def plan(self) -> tuple[PlannedRun, ...]:
         """Every run, in a fixed order: the whole matrix (toggles × workloads × faults) for the first
@@ -99,7 +117,7 @@ class Campaign:
         out = []
         combos = itertools.product(range(self.repeats), self.seeds, self.toggles, self.workloads, self.faults)
         for i, (r, s, t, w, f) in enumerate(combos):
-            out.append(PlannedRun(f"{i:03d}", f, dict(t), w, s, r))
+            out.append(PlannedRun(f"{i:03d}", f, dict(t), w, s, r, self.zk_settings(f)))
         return tuple(out)
 
     def plan_hash(self) -> str:
@@ -124,8 +142,8 @@ def load_campaign(path: str | Path | None = None) -> Campaign:
 
 
 def parse_campaign(data: dict[str, Any], p: Path, text: str = "") -> Campaign:
-    def err(key: str, msg: str) -> CampaignError:
-        line = _line_of(text, key.split(".")[-1].split("[")[0])
+    def err(key: str, msg: str, line: int | None = None) -> CampaignError:
+        line = line or _line_of(text, key.split(".")[-1].split("[")[0])
         return CampaignError(f"{p}:{line}: {key}: {msg}" if line else f"{p}: {key}: {msg}")
 
     def get(table: dict[str, Any], key: str, typ: type | tuple[type, ...], default: Any, where: str = "") -> Any:
@@ -178,14 +196,56 @@ def parse_campaign(data: dict[str, Any], p: Path, text: str = "") -> Campaign:
     for k in matrix:
         if k not in MATRIX_KEYS:
             raise err(f"matrix.{k}", f"unknown key (known: {', '.join(sorted(MATRIX_KEYS))})")
-    faults = tuple(_faults(get(matrix, "faults", list, ["isolate"], "matrix."), p, err))
+    zookeeper = _zookeeper(get(data, "zookeeper", dict, {}), "zookeeper", err)
+    raw_faults = get(matrix, "faults", list, ["isolate"], "matrix.")
+    fault_zookeeper = _fault_zookeeper(raw_faults, text, err)
+    faults = tuple(_faults([v.get("faults") if isinstance(v, dict) else v for v in raw_faults], p, err))
+    fault_zookeeper = {faults[i]: zk for i, zk in fault_zookeeper.items()}
     toggles = tuple(_toggles(get(matrix, "toggles", list, [{}], "matrix."), err))
     workloads = tuple(_workloads(get(matrix, "workloads", list, ["none"], "matrix."), err))
     for key, values in (("matrix.faults", faults), ("matrix.toggles", toggles), ("matrix.workloads", workloads)):
         if not values:
             raise err(key, "must not be empty")
     return Campaign(str(p), name, time_limit, seeds, faults, toggles, workloads, repeats, budget, inventory,
-                    margin_ms, interval, zkproxy)
+                    margin_ms, interval, zkproxy, zookeeper, fault_zookeeper)
+
+
+def _zookeeper(table: dict[str, Any], where: str, err: Any, line: int | None = None) -> dict[str, Any]:
+    if (bad := check_overrides(table)) is not None:
+        raise err(f"{where}.{bad[0]}", bad[1], line)
+    return dict(table)
+
+
+def _fault_zookeeper(values: list[Any], text: str, err: Any) -> dict[int, dict[str, Any]]:
+    """The ``{ faults = "...", zookeeper = { ... } }`` entries of ``matrix.faults``: index → settings."""
+    out: dict[int, dict[str, Any]] = {}
+    seen: dict[str, dict[str, Any]] = {}
+    for i, v in enumerate(values):
+        if not isinstance(v, dict):
+            if isinstance(v, str) and seen.setdefault(v.strip(), {}) != {}:
+                raise err(f"matrix.faults[{i}]", f"{v.strip()!r} is listed twice with different zookeeper settings")
+            continue
+        key = f"matrix.faults[{i}]"
+        line = _line_with(text, f'"{v.get("faults")}"') if isinstance(v.get("faults"), str) else None
+        if unknown := sorted(set(v) - {"faults", "zookeeper"}):
+            raise err(key, f"unknown key {unknown[0]!r} in a fault set (known: faults, zookeeper)", line)
+        zk = v.get("zookeeper", {})
+        if not isinstance(zk, dict):
+            raise err(f"{key}.zookeeper", f"expected a table of ZooKeeper settings, got {zk!r}", line)
+        zk = _zookeeper(zk, f"{key}.zookeeper", err, line)
+        name = str(v.get("faults", "")).strip()
+        if name in seen and seen[name] != zk:  # runs are told apart by their fault set
+            raise err(key, f"{name!r} is listed twice with different zookeeper settings", line)
+        seen[name] = zk
+        out[i] = zk
+    return out
+
+
+def _line_with(text: str, needle: str) -> int | None:
+    for i, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return i
+    return None
 
 
 def _faults(values: list[Any], p: Path, err: Any) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from history import EventWriter
 from nemesis.ops import Completion, FaultOp, TargetError
-from nemesis.targets import Pools, cluster_pools, resolve_op
+from nemesis.targets import Pools, cluster_pools, needs_links, resolve_op
 
 __all__ = ["Completion", "FaultOp", "Nemesis", "NemesisRunner", "TargetError"]
 
@@ -43,8 +43,9 @@ class NemesisRunner:
         self._pools = pools
 
     def resolve(self, op: FaultOp) -> FaultOp:
-        """Ops that carry a target spec (``params['spec']``) and no targets get their targets now."""
-        if op.targets or "spec" not in op.params:
+        """Ops that carry a target spec (``params['spec']``) and no targets get their targets now, and
+        ``cut`` links a dynamic far end (``b2->zk-followers``, ``nemesis.targets.resolve_links``)."""
+        if (op.targets or "spec" not in op.params) and not needs_links(op):
             return op
         if self._pools is None:
             self._pools = cluster_pools(self.cluster)

@@ -26,6 +26,13 @@ then just another harmless fault, and a campaign catches the bug on another draw
   AlterPartition requests, B restarts and catches up (the held requests add it), B is killed with
   its links to the other brokers cut, its session expires, it restarts with wiped logs, then the
   held requests are released (``isr_expansion``).
+* ``revived_session`` (KAFKA-6584, ZOOKEEPER-2985): B is cut from ZooKeeper and the leader's
+  followers are paused, so when the leader expires B's session its closeSession cannot commit; B's
+  links to the followers stay cut while the one to the leader heals (B learns SESSIONEXPIRED); the
+  leader is killed and the followers resumed: the new leader re-tracks the old session, its znode
+  is back for about T, and B's new session's registration gets NODEEXISTS owned by it (``registration=
+  pre_2_2`` gives up: ``registration_liveness``). Needs an ensemble whose leader keeps leading with
+  its followers paused (``sync_s``: a long ``syncLimit``, set by the run, ``harness run --zk``).
 """
 
 from __future__ import annotations
@@ -121,12 +128,50 @@ def empty_rejoin(rng: random.Random, c: Cluster) -> Timed:
             (t_wipe + 1.6, FaultOp("cut", "stop", [b], {"links": links}))]
 
 
+def _revive_times(T: float) -> tuple[float, float, float]:
+    """revived_session's heal, kill and restart offsets."""
+    # B's session expires T (+ a tick) after its last ping reached a server, at most T + 0.2 s after
+    # the cut; 1 s more for a loaded machine
+    t_heal = 0.3 + T + 1.0
+    # B reconnects (its attempts on the cut follower links time out first: up to ~T) and is told
+    # SESSIONEXPIRED by the leader, then tries to open a session the leader cannot commit
+    t_kill = t_heal + 2 * T
+    # the followers elect a new leader (B's new session and registration follow at once, while the
+    # revived session still lives, ~T); the old leader restarts as a follower afterwards
+    return t_heal, t_kill, t_kill + 2 * T
+
+
+def revived_session(rng: random.Random, c: Cluster) -> Timed:
+    b = rng.choice(c.brokers)
+    t_heal, t_kill, t_restart = _revive_times(c.T)
+    to_followers = [f"{b}->zk-followers"]  # resolved when the op runs (nemesis.targets.resolve_links)
+    return [(0.0, FaultOp("isolate", "start", [b])),
+            (0.3, FaultOp("pause", "start", [], {"spec": "zk-followers"})),
+            # a partial heal: B reaches the leader only (the leader's closeSession is still uncommitted)
+            (t_heal, FaultOp("cut", "start", [b], {"links": to_followers})),
+            (t_heal + 0.05, FaultOp("isolate", "stop", [b], {})),
+            (t_kill, FaultOp("kill", "start", [], {"spec": "zk-leader"})),
+            # no targets: resume what this episode paused, heal the links it cut, restart what it killed
+            (t_kill + 0.05, FaultOp("pause", "stop", [], {})),
+            (t_kill + 0.1, FaultOp("cut", "stop", [b], {})),
+            (t_restart, FaultOp("kill", "stop", [], {}))]
+
+
+def revived_session_sync_s(c: Cluster) -> float:
+    """How long the leader must keep leading with its followers paused (syncLimit × tickTime above it)."""
+    t_heal, t_kill, _ = _revive_times(c.T)
+    return t_kill - 0.3 + 2.0  # the pause, and slack for a kill op that runs late on a loaded machine
+
+
 @dataclass(frozen=True)
 class Episode:
     build: Callable[[random.Random, Cluster], Timed]
     earliest: float  # seconds into the run: the queue topic exists and its followers caught up
     needs: frozenset[str] = frozenset()  # "pipeline_zkproxy": every broker's pipelining session on a wire proxy
     help: str = ""
+    # seconds the ZooKeeper leader must keep leading with no follower answering (syncLimit × tickTime
+    # must be longer, else the episode is harmless); None: any ensemble
+    sync_s: Callable[[Cluster], float] | None = None
 
 
 EPISODES: dict[str, Episode] = {
@@ -139,12 +184,26 @@ EPISODES: dict[str, Episode] = {
                             help="lose a pipelined re-registration's ConnectResponse after an expiry (KAFKA-14845)"),
     "empty_rejoin": Episode(empty_rejoin, 2.0,
                             help="held AlterPartition + a broker killed and restarted with wiped logs (KAFKA-14139)"),
+    "revived_session": Episode(revived_session, 3.0, sync_s=revived_session_sync_s,
+                               help="a broker's session expires at a leader whose followers are paused, the leader "
+                                    "dies, the new one revives the session (KAFKA-6584; needs a long sync_limit)"),
 }
 
 
 def duration(name: str, c: Cluster) -> float:
     """The episode's length: its last step's offset (the same for every draw)."""
     return max(t for t, _ in EPISODES[name].build(random.Random(0), c))
+
+
+def sync_error(faults: Sequence[str], c: Cluster, tick_ms: int, sync_limit: int) -> str | None:
+    """Why an ensemble of this ``tickTime``/``syncLimit`` would make these episodes harmless, or None."""
+    for f in faults:
+        ep = EPISODES.get(f)
+        if ep is not None and ep.sync_s is not None and sync_limit * tick_ms / 1000 < (need := ep.sync_s(c)):
+            ticks = int(need * 1000 // tick_ms) + 1
+            return (f"{f} needs the ZooKeeper leader to keep leading {need:.1f}s with its followers paused, and "
+                    f"syncLimit × tickTime is {sync_limit} × {tick_ms} ms: set sync_limit = {ticks} or more")
+    return None
 
 
 def needs(faults: Sequence[str]) -> frozenset[str]:

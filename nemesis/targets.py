@@ -147,8 +147,31 @@ def step_rng(op: FaultOp) -> random.Random:
 GRUDGE_FAULTS = frozenset({"partition", "net_partition"})  # faults whose targets may be a grudge spec
 
 
+def resolve_links(links: list[str], pools: Pools) -> list[str]:
+    """``cut`` links whose far end is a dynamic spec (``b2->zk-followers``: the ZooKeeper servers that
+    follow right now) → one link per node; plain ``a->b`` links pass through. An episode's schedule
+    is written before the run, so it can name the leader's followers only this way."""
+    out: list[str] = []
+    for link in links:
+        src, arrow, dst = link.partition("->")
+        if arrow and dst in DYNAMIC:
+            out += [f"{src}->{n}" for n in resolve(dst, pools, random.Random(0))]
+        else:
+            out.append(link)
+    return out
+
+
+def needs_links(op: FaultOp) -> bool:
+    """A ``cut`` whose links name a dynamic far end, to expand when it runs."""
+    links = op.params.get("links")
+    return op.f == "cut" and isinstance(links, list) and any(str(x).partition("->")[2] in DYNAMIC for x in links)
+
+
 def resolve_op(op: FaultOp, pools: Pools, default_roles: dict[str, str] | None = None) -> FaultOp:
-    """Fill ``op.targets`` from ``op.params['spec']`` (ops with explicit targets pass through)."""
+    """Fill ``op.targets`` from ``op.params['spec']`` (ops with explicit targets pass through) and
+    expand dynamic ends of ``cut`` links (``resolve_links``)."""
+    if needs_links(op):
+        op = FaultOp(op.f, op.phase, op.targets, {**op.params, "links": resolve_links(op.params["links"], pools)})
     spec = op.params.get("spec")
     if op.targets or spec is None:
         return op

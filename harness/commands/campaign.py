@@ -226,7 +226,8 @@ def _record(p: PlannedRun, outcome: Any, cdir: Path, wall_s: float) -> dict[str,
     valid = outcome.valid if outcome.error is None else "unknown"
     anomalies = outcome.results.get("anomalies") or []
     return {"key": p.key, "label": p.label, "faults": p.faults, "toggles": p.toggles, "workload": p.workload,
-            "seed": p.seed, "repeat": p.repeat, "run_dir": outcome.run_dir.relative_to(cdir).as_posix(),
+            "seed": p.seed, "repeat": p.repeat, "zookeeper": p.zookeeper,
+            "run_dir": outcome.run_dir.relative_to(cdir).as_posix(),
             "valid": valid, "anomalies": len(anomalies), "fired": fired_checkers(outcome.results),
             "first_anomaly": f"[{anomalies[0].get('checker')}] {anomalies[0].get('message')}" if anomalies else "",
             "error": outcome.error, "wall_s": round(wall_s, 1)}
@@ -256,7 +257,8 @@ def write_outputs(cdir: Path, state: dict[str, Any]) -> None:
         if rec.get("error"):
             results = {**results, "valid": "unknown", "error": rec["error"]}
         props = {"test": f"{state['name']}-{rec['key']}",
-                 **{k: rec[k] for k in ("faults", "toggles", "workload", "seed", "repeat", "run_dir")}}
+                 **{k: rec[k] for k in ("faults", "toggles", "workload", "seed", "repeat", "run_dir")},
+                 **({"zookeeper": rec["zookeeper"]} if rec.get("zookeeper") else {})}  # a fault set's own settings
         cases.append(case_for(case_name(props, rec["key"]), results, props, rec["wall_s"],
                               classname=f"campaign.{state['name']}"))
     write_junit(cdir / "junit.xml", cases, name=f"campaign {state['name']}")

@@ -76,6 +76,9 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> Non
                    help="agent bug toggle, repeatable (see `harness agent --help`)")
     p.add_argument("--margin-ms", type=int, default=3000,
                    help="liveness margin on top of the session timeout (default 3000)")
+    p.add_argument("--zk", action="append", default=[], metavar="KEY=VALUE",
+                   help="ZooKeeper ensemble setting on top of the inventory's, repeatable: tick_time_ms, init_limit, "
+                        "sync_limit, min_session_timeout_ms, max_session_timeout_ms (e.g. sync_limit=100)")
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
@@ -122,6 +125,7 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
         raise UsageError(f"--margin-ms: must be >= 0, got {args.margin_ms}")
     workload = workload_from_args(args)
     toggles = toggles_from_args(args)
+    zk = zk_from_args(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     name = getattr(args, "test", None) or DEFAULT_TEST
     if schedule is None:
@@ -131,7 +135,7 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
         return TestSpec(name=name if getattr(args, "test", None) else f"{name}-kafka-{kafka.version}",
                         zkproxy="all" if getattr(args, "zkproxy", False) else "off", kafka=kafka, workload=workload,
                         schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms, seed=seed,
-                        checkers=KAFKA_CHECKERS, local_check=True, agents_end="kill")
+                        checkers=KAFKA_CHECKERS, local_check=True, agents_end="kill", zk_overrides=zk)
     from nemesis.episodes import needs
 
     # an episode that loses a pipelined re-registration's reply needs every broker's pipelining
@@ -139,7 +143,17 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     pipeline = tuple(b.broker_id for b in inv.brokers) if "pipeline_zkproxy" in needs(_fault_names(args)) else ()
     return TestSpec(name=name, toggles=toggles, zkproxy="all" if getattr(args, "zkproxy", False) else "off",
                     workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
-                    seed=seed, pipeline_zkproxy=pipeline)
+                    seed=seed, pipeline_zkproxy=pipeline, zk_overrides=zk)
+
+
+def zk_from_args(args: argparse.Namespace) -> dict[str, int]:
+    """``--zk KEY=VALUE`` flags as ``TestSpec.zk_overrides``."""
+    from harness.zkoverrides import parse_zk_args
+
+    try:
+        return parse_zk_args(getattr(args, "zk", None) or [])
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _fault_names(args: argparse.Namespace) -> list[str]:
@@ -190,8 +204,19 @@ def _schedule_from_args(args: argparse.Namespace, inv: Inventory, seed: int, nam
         if args.interval <= 0:
             raise UsageError(f"--interval: must be > 0 seconds, got {args.interval}")
         cluster = Cluster(tuple(b.name for b in inv.brokers), inv.agents.session_timeout_ms / 1000.0)
+        _refuse_short_sync(args, inv, faults, cluster)
         return package_schedule(faults, args.interval, args.time_limit, seed, cluster=cluster), name
     return _isolate_one(args, inv, random.Random(seed)), name
+
+
+def _refuse_short_sync(args: argparse.Namespace, inv: Inventory, faults: list[str], cluster: Any) -> None:
+    """An episode that needs the leader to outlast paused followers (revived_session) on an ensemble
+    whose syncLimit would end its leadership first is bad input, not a harmless run."""
+    from nemesis.episodes import sync_error
+
+    zk = {"tick_time_ms": inv.zookeeper.tick_time_ms, "sync_limit": inv.zookeeper.sync_limit, **zk_from_args(args)}
+    if (why := sync_error(faults, cluster, zk["tick_time_ms"], zk["sync_limit"])) is not None:
+        raise UsageError(f"--faults: {why} (--zk sync_limit=N, or a campaign fault set's zookeeper table)")
 
 
 def _refuse_host_faults(inv: Inventory, faults: set[str], where: str) -> None:

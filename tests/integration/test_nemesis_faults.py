@@ -88,6 +88,18 @@ def test_partition_isolates_agent_and_heal_removes_every_toxic(cluster, runner):
     assert cluster.links.toxic_count() == 0
 
 
+def test_a_cut_to_the_zk_followers_names_the_live_leaders_followers(cluster, runner):
+    # revived_session's partial heal: the schedule says "b1->zk-followers", the op cuts the real ones
+    leader = cluster.ensemble.leader()
+    assert leader is not None
+    followers = sorted(m.name for m in cluster.ensemble.members if m.name != leader.member.name)
+    done = runner.invoke(FaultOp("cut", "start", ["b1"], {"links": ["b1->zk-followers"]}))
+    assert done and sorted(done.detail["links"]) == [f"b1->{f}" for f in followers]
+    assert cluster.links.toxic_count() >= 2 * len(followers)
+    assert runner.invoke(FaultOp("cut", "stop", ["b1"], {}))
+    assert cluster.links.toxic_count() == 0
+
+
 def test_kill_and_pause_zookeeper_and_agent_then_heal(cluster, runner):
     leader = cluster.ensemble.leader()
     assert leader is not None

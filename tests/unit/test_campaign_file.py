@@ -78,6 +78,20 @@ def test_the_shipped_nightly_campaign_loads():
     ("[matrix]\ncolour = 1\n", r"c\.toml:2: matrix\.colour: unknown key"),
     ("[matrix]\nfaults = [\"schedule:missing.toml\"]\n", r"c\.toml:2: matrix\.faults\[0\]: .*no such schedule"),
     ("repeats = true\n", r"c\.toml:1: repeats: expected int, got bool"),
+    ("seeds = 1\n[zookeeper]\nsync_limit = 0\n", r"c\.toml:3: zookeeper\.sync_limit: expected a positive integer"),
+    ("[zookeeper]\njava = \"x\"\n", r"c\.toml:2: zookeeper\.java: unknown ZooKeeper setting"),
+    ("zookeeper = 3\n", r"c\.toml:1: zookeeper: expected dict, got int"),
+    ("[zookeeper]\nmin_session_timeout_ms = 9000\nmax_session_timeout_ms = 4000\n",
+     r"c\.toml:2: zookeeper\.min_session_timeout_ms: 9000 is larger"),
+    ("[matrix]\nfaults = [\n \"isolate\",\n { faults = \"slow_register\", zookeeper = { sync_limit = true } },\n]\n",
+     r"c\.toml:4: matrix\.faults\[1\]\.zookeeper\.sync_limit: expected a positive integer"),
+    ("[matrix]\nfaults = [\n { faults = \"slow_register\", zk = {} },\n]\n",
+     r"c\.toml:3: matrix\.faults\[0\]: unknown key 'zk' in a fault set"),
+    ("[matrix]\nfaults = [\n { zookeeper = { sync_limit = 9 } },\n]\n", r"c\.toml:2: matrix\.faults\[0\]: expected a string"),
+    ("[matrix]\nfaults = [\n { faults = \"x\", zookeeper = 1 },\n]\n",
+     r"c\.toml:3: matrix\.faults\[0\]\.zookeeper: expected a table"),
+    ("[matrix]\nfaults = [\n \"kill\", { faults = \"kill\", zookeeper = { sync_limit = 9 } },\n]\n",
+     r"c\.toml:3: matrix\.faults\[1\]: 'kill' is listed twice"),
 ])
 def test_bad_campaign_files_are_one_line_errors_naming_file_line_and_key(tmp_path, text, where):
     p = write(tmp_path, text)

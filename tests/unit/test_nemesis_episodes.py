@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.campaign import parse_campaign
+from harness.campaign import CampaignError, parse_campaign
 from harness.commands.campaign import plan_specs
 from harness.inventory import load_inventory
 from nemesis.episodes import EPISODES, Cluster, duration, needs
@@ -20,7 +20,7 @@ from nemesis.scripted import dumps_schedule, parse_schedule
 
 BROKERS = Cluster(("b1", "b2", "b3"), T=3.0)
 UNDONE_BY_STOP = {"hold_controller", "hold_alter_partition", "delay_request", "latency", "zk_rules", "isolate",
-                  "cut", "kill", "shutdown"}
+                  "cut", "kill", "shutdown", "pause"}
 
 
 @pytest.mark.parametrize("name", sorted(EPISODES))
@@ -33,7 +33,8 @@ def test_an_episode_package_is_seeded_within_the_limit_and_undoes_what_it_starts
     # every broker named is an inventory broker; runtime specs only for controller / ZooKeeper roles
     named = {t for s in a.steps for t in s.op.targets}
     assert named and named <= set(BROKERS.brokers)
-    assert {s.op.params["spec"] for s in a.steps if "spec" in s.op.params} <= {"controller", "all-zk"}
+    assert {s.op.params["spec"] for s in a.steps if "spec" in s.op.params} <= {"controller", "all-zk", "zk-leader",
+                                                                               "zk-followers"}
     # each fault that has a stop phase is stopped after its last start (the episode heals itself)
     for f in {s.op.f for s in a.steps} & UNDONE_BY_STOP:
         phases = [s.op.phase for s in a.sorted_steps() if s.op.f == f]
@@ -102,3 +103,70 @@ def test_the_shipped_episode_campaigns_load():
         c = load_campaign(Path(__file__).resolve().parents[2] / "campaigns" / name)
         assert {f for fs in c.faults for f in fs.split(",")} >= set(EPISODES), name
         assert plan_specs(c, inv)
+
+
+def test_revived_session_follows_the_kafka_6584_story_sized_from_T():
+    for T in (3.0, 6.0):
+        c = Cluster(BROKERS.brokers, T=T)
+        steps = EPISODES["revived_session"].build(random.Random(5), c)
+        at = {(op.f, op.phase): t for t, op in steps}
+        b = steps[0][1].targets[0]
+        assert b in c.brokers and [op.f for _, op in steps] == ["isolate", "pause", "cut", "isolate", "kill", "pause",
+                                                                 "cut", "kill"]
+        # the followers are paused right after B is cut: the leader's closeSession for B's session cannot commit
+        assert steps[1][1].params == {"spec": "zk-followers"} and at[("pause", "start")] < 1.0
+        # B reaches the leader only after its session has expired there (T + a tick), followers still cut
+        assert at[("isolate", "stop")] - at[("isolate", "start")] > T + 0.2
+        assert at[("cut", "start")] < at[("isolate", "stop")]
+        assert [op.params["links"] for _, op in steps if op.f == "cut" and op.phase == "start"] == [[f"{b}->zk-followers"]]
+        # the leader is killed while the followers are still paused, then they resume and elect
+        assert at[("pause", "start")] < at[("kill", "start")] < at[("pause", "stop")] < at[("cut", "stop")]
+        assert [op.params for _, op in steps if op.f == "kill" and op.phase == "start"] == [{"spec": "zk-leader"}]
+        # the old leader restarts once the revived session (~T) has gone
+        assert at[("kill", "stop")] - at[("kill", "start")] >= 2 * T
+        # the leader must outlast the whole pause: the sync need covers it
+        assert EPISODES["revived_session"].sync_s(c) > at[("kill", "start")] - at[("pause", "start")]
+    assert duration("revived_session", BROKERS) <= 20.0 - EPISODES["revived_session"].earliest  # nightly's limit
+
+
+def test_only_revived_session_needs_a_long_sync_limit():
+    from nemesis.episodes import sync_error
+
+    assert [n for n, e in EPISODES.items() if e.sync_s is not None] == ["revived_session"]
+    assert sync_error(list(EPISODES), BROKERS, 200, 100) is None  # 20 s
+    why = sync_error(["slow_register", "revived_session"], BROKERS, 200, 10)
+    assert why and why.startswith("revived_session needs") and "set sync_limit = 61 or more" in why
+    assert sync_error(["slow_register", "held_bounce"], BROKERS, 200, 10) is None
+
+
+def test_harness_run_refuses_revived_session_on_a_short_sync_limit_and_takes_zk_settings():
+    from harness.cli import build_parser, main
+    from harness.commands.run import spec_from_args
+
+    inv = load_inventory(None)
+    args = ["run", "--faults", "revived_session", "--seed", "1"]
+    spec = spec_from_args(build_parser().parse_args([*args, "--zk", "sync_limit=100"]), inv)
+    assert spec.zk_overrides == {"sync_limit": 100} and spec.cluster_shape() != spec_from_args(
+        build_parser().parse_args(["run", "--seed", "1"]), inv).cluster_shape()
+    assert main(args) == 254
+    assert main([*args, "--zk", "sync_limit=ten"]) == 254
+    assert main([*args, "--zk", "init_limit=100"]) == 254  # still short: only sync_limit helps
+
+
+def test_a_campaign_fault_set_carries_its_zookeeper_settings_into_its_runs(tmp_path):
+    text = ('[matrix]\nfaults = [\n  "slow_register",\n  { faults = "revived_session", zookeeper = { sync_limit = 100 } },\n]\n'
+            '[zookeeper]\ntick_time_ms = 200\n')
+    c = parse_campaign(tomllib.loads(text), tmp_path / "c.toml", text)
+    specs = plan_specs(c, load_inventory(None))
+    assert [s.zk_overrides for _, s in specs] == [{"tick_time_ms": 200}, {"tick_time_ms": 200, "sync_limit": 100}]
+    assert specs[1][0].argv(c)[-4:] == ["--zk", "sync_limit=100", "--zk", "tick_time_ms=200"]
+    label = specs[1][0].label
+    assert label.startswith("revived_session (zk sync_limit=100,tick_time_ms=200) · defaults")
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    console.print(label, highlight=False)  # as the campaign prints it: nothing taken for markup
+    assert console.export_text().strip() == label
+    short = text.replace("{ faults = \"revived_session\", zookeeper = { sync_limit = 100 } }", "\"revived_session\"")
+    with pytest.raises(CampaignError, match=r"c\.toml: run 001 \(revived_session .*set sync_limit = 61 or more"):
+        plan_specs(parse_campaign(tomllib.loads(short), tmp_path / "c.toml", short), load_inventory(None))

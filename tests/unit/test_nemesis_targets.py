@@ -82,3 +82,18 @@ def test_partition_specs():
     assert resolve_partition("zk-leader", pools(), rng()) == ("isolate", ["zk2"])
     op = resolve_op(FaultOp("partition", "start", [], {"spec": "bridge"}), pools())
     assert op.params["grudge"] == "bridge" and len(op.targets) == 6
+
+
+def test_cut_links_to_a_dynamic_end_expand_when_the_op_runs():
+    from nemesis.targets import needs_links, resolve_links
+
+    pools = Pools(["zk1", "zk2", "zk3"], ["b1", "b2"], leader=lambda: "zk2")
+    assert resolve_links(["b1->zk-followers", "b2->b1"], pools) == ["b1->zk1", "b1->zk3", "b2->b1"]
+    assert resolve_links(["b1->zk-leader"], pools) == ["b1->zk2"]
+    op = FaultOp("cut", "start", ["b1"], {"links": ["b1->zk-followers"]})
+    assert needs_links(op) and resolve_op(op, pools).params["links"] == ["b1->zk1", "b1->zk3"]
+    assert resolve_op(op, pools).targets == ["b1"]
+    plain = FaultOp("cut", "start", ["b1"], {"links": ["b1->zk1"]})
+    assert not needs_links(plain) and resolve_op(plain, pools) == plain
+    with pytest.raises(TargetError, match="no ZooKeeper leader"):
+        resolve_links(["b1->zk-followers"], Pools(["zk1"], ["b1"]))
