@@ -22,7 +22,6 @@ import os
 import secrets
 import signal
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass
@@ -136,11 +135,11 @@ def status(st: ServerState) -> dict[str, Any]:
 
 # --- the server process -------------------------------------------------------------------------------
 def serve(state_path: Path, master: str | None, idle_timeout: float) -> int:
-    from checkers.project import check_histories
+    from checkers.project import check_histories, warm_up
     from checkers.spark import get_spark, stop_spark
 
     spark = get_spark(master, quick=True)
-    _warm_up(spark)
+    print(f"warm-up check {warm_up(spark):.1f}s", flush=True)
     key = secrets.token_bytes(32)
     served = 0
     with Listener(("127.0.0.1", 0), authkey=key) as listener:
@@ -200,26 +199,6 @@ def _check(check_histories: Any, spark: Any, paths: list[str]) -> dict[str, Any]
         return {"error": "crash", "message": f"{type(e).__name__}: {e}"}
     print(f"checked {len(paths)} histories in {time.monotonic() - t0:.1f}s", flush=True)
     return {"results": results}
-
-
-def _warm_up(spark: Any) -> None:
-    """Check a small built-in history once (every checker runs), so that the first real check finds
-    the JVM's code already compiled."""
-    from checkers.project import check_histories
-    from checkers.testing import EventLog
-
-    log = EventLog(run="warm-up")
-    for b in (1, 2):
-        a = f"agent:{b}"
-        log.emit(a, "agent_start", process=b, broker_id=b, pid=b, toggles={}, session_timeout_ms=3000)
-        log.emit(a, "session", process=b, state="connected", session_id=0x100 + b)
-        log.emit(a, "register", "invoke", b, broker_id=b, attempt=1, mode="3x", session_id=0x100 + b)
-        log.emit(a, "register", "ok", b, broker_id=b, epoch=0x200 + b, czxid=0x200 + b, session_id=0x100 + b,
-                 recorded_session=None, owner=0x100 + b, path_existed=False)
-    with tempfile.TemporaryDirectory(prefix="zkfence-warm-") as d:
-        t0 = time.monotonic()
-        check_histories([str(log.write(Path(d) / "history.jsonl"))], spark=spark)
-        print(f"warm-up check {time.monotonic() - t0:.1f}s", flush=True)
 
 
 class _IdleWatch:
