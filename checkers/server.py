@@ -24,22 +24,24 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.localstate import STATE_DIR, owner_alive, process_start_time
+from harness.remote import kill_local_pid
 
-# In harness.cluster.STATE_DIR (not imported: it would bring the cluster's SSH and ZooKeeper clients
-# into every `harness check`), beside the run states `harness teardown` reads.
-STATE = Path(__file__).resolve().parent.parent / ".local" / "state" / "check-server" / "server.json"
+STATE = STATE_DIR / "check-server" / "server.json"  # beside the run states `harness teardown` reads
 DEFAULT_IDLE_TIMEOUT_S = 3600.0
 
 
 @dataclass
 class ServerState:
     pid: int
+    start_time: int | None  # the process's kernel start time: a reused pid is not the server
     port: int
     key: str  # hex
     master: str
@@ -50,6 +52,10 @@ class ServerState:
     def address(self) -> tuple[str, int]:
         return ("127.0.0.1", self.port)
 
+    @property
+    def alive(self) -> bool:
+        return owner_alive(self.pid, self.start_time)
+
 
 def read_state(path: Path = STATE) -> ServerState | None:
     """The recorded server if its process is alive; a stale record is removed."""
@@ -57,7 +63,7 @@ def read_state(path: Path = STATE) -> ServerState | None:
         st = ServerState(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
-    if not _alive(st.pid):
+    if not st.alive:
         path.unlink(missing_ok=True)
         return None
     return st
@@ -109,7 +115,7 @@ def start(master: str | None = None, idle_timeout: float = DEFAULT_IDLE_TIMEOUT_
             raise RuntimeError(f"check server exited with code {proc.returncode} before it was ready; "
                                f"its log: {log}: {_tail(log)}")
         time.sleep(0.2)
-    _kill_group(proc.pid)
+    kill_local_pid(proc.pid)
     raise RuntimeError(f"check server not ready after {wait:.0f}s (stopped); its log: {log}")
 
 
@@ -121,10 +127,10 @@ def stop(path: Path = STATE) -> int | None:
     with contextlib.suppress(OSError, EOFError, TimeoutError, ValueError):  # a server mid-check answers after it
         request(st, {"op": "stop"}, timeout=10)
     deadline = time.monotonic() + 20
-    while _alive(st.pid) and time.monotonic() < deadline:
+    while st.alive and time.monotonic() < deadline:
         time.sleep(0.2)
-    if _alive(st.pid):
-        _kill_group(st.pid)
+    if st.alive:
+        kill_local_pid(st.pid)
     path.unlink(missing_ok=True)
     return st.pid
 
@@ -143,8 +149,8 @@ def serve(state_path: Path, master: str | None, idle_timeout: float) -> int:
     key = secrets.token_bytes(32)
     served = 0
     with Listener(("127.0.0.1", 0), authkey=key) as listener:
-        st = ServerState(os.getpid(), listener.address[1], key.hex(), str(spark.sparkContext.master), time.time(),
-                         str(state_path.with_name("server.log")))
+        st = ServerState(os.getpid(), process_start_time(os.getpid()), listener.address[1], key.hex(),
+                         str(spark.sparkContext.master), time.time(), str(state_path.with_name("server.log")))
         tmp = state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(st)), encoding="utf-8")
         tmp.chmod(0o600)
@@ -175,9 +181,9 @@ def serve(state_path: Path, master: str | None, idle_timeout: float) -> int:
                     if op != "check":
                         conn.send({"error": "crash", "message": f"unknown request {op!r}"})
                         continue
-                    conn.send(_check(check_histories, spark, msg.get("paths") or []))
+                    with idle.busy():
+                        conn.send(_check(check_histories, spark, msg.get("paths") or []))
                     served += 1
-                    idle.touch()
         except KeyboardInterrupt:
             pass
         finally:
@@ -202,22 +208,27 @@ def _check(check_histories: Any, spark: Any, paths: list[str]) -> dict[str, Any]
 
 
 class _IdleWatch:
-    """After ``timeout`` seconds without a request, asks the server to stop, as a client would (the
-    serving loop blocks in ``accept``)."""
+    """After ``timeout`` seconds without a check (none running, none finished), asks the server to
+    stop, as a client would (the serving loop blocks in ``accept``)."""
 
     def __init__(self, st: ServerState, timeout: float) -> None:
         import threading
 
-        self.st, self.timeout, self.last = st, timeout, time.monotonic()
+        self.st, self.timeout, self.last, self.checking = st, timeout, time.monotonic(), False
         threading.Thread(target=self._watch, name="idle-watch", daemon=True).start()
 
-    def touch(self) -> None:
-        self.last = time.monotonic()
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        self.checking = True
+        try:
+            yield
+        finally:
+            self.checking, self.last = False, time.monotonic()
 
     def _watch(self) -> None:
         while True:
             time.sleep(min(5.0, self.timeout / 4))
-            if time.monotonic() - self.last >= self.timeout:
+            if not self.checking and time.monotonic() - self.last >= self.timeout:
                 with contextlib.suppress(OSError, EOFError):
                     request(self.st, {"op": "stop", "idle": True}, timeout=30)
                 return
@@ -225,24 +236,6 @@ class _IdleWatch:
 
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):  # a zombie child of ours counts as gone
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def _tail(log: Path, n: int = 3) -> str:

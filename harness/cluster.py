@@ -43,31 +43,18 @@ from harness.components.sshd import EmbeddedSshd
 from harness.components.toxiproxy import Link, LinkNet, ToxiproxyServer
 from harness.components.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode
 from harness.inventory import Inventory, NodeSpec
+from harness.localstate import STATE_DIR, process_start_time
 from harness.provision import pydeps_dir, zk_classpath
 from harness.remote import Remote, RemoteError, SSHRemote, on_nodes
 from harness.spec import KafkaBrokers
 from harness.wait import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-STATE_DIR = REPO_ROOT / ".local" / "state"
 CLIENT_NODE = "client"  # the dialling side of the workload clients' links (not an inventory node)
 
 
 def state_path(run_id: str) -> Path:
     return STATE_DIR / f"{run_id}.json"
-
-
-def process_start_time(pid: int) -> int | None:
-    """Kernel start time of ``pid`` (clock ticks since boot): tells a live owner from a reused pid."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
-def owner_alive(pid: int | None, start: int | None) -> bool:
-    return pid is not None and start is not None and process_start_time(pid) == start
 
 
 @dataclass

@@ -28,13 +28,14 @@ def run(args: argparse.Namespace) -> int:
         if args.idle_timeout is not None and args.idle_timeout <= 0:
             raise UsageError("--idle-timeout must be positive")
         running = server.read_state()
+        if running is not None:
+            print(f"check server already running: pid {running.pid} on 127.0.0.1:{running.port}, "
+                  f"session {running.master}")
+            return 0
         t0 = time.monotonic()
         st = server.start(args.spark_master, args.idle_timeout or server.DEFAULT_IDLE_TIMEOUT_S)
-        if running is not None:
-            print(f"check server already running: pid {st.pid} on 127.0.0.1:{st.port}, session {st.master}")
-        else:
-            print(f"check server started in {time.monotonic() - t0:.1f}s: pid {st.pid} on 127.0.0.1:{st.port}, "
-                  f"session {st.master} (log {st.log})")
+        print(f"check server started in {time.monotonic() - t0:.1f}s: pid {st.pid} on 127.0.0.1:{st.port}, "
+              f"session {st.master} (log {st.log})")
         return 0
     if args.action == "stop":
         pid = server.stop()

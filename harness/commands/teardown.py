@@ -9,7 +9,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from harness.cluster import STATE_DIR, owner_alive
+from harness.localstate import STATE_DIR, owner_alive
 from harness.remote import RemoteError, kill_local_pid
 from harness.salvage import salvage
 

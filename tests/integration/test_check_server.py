@@ -28,10 +28,10 @@ def harness(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str
                                                            if k != "HARNESS_SPARK_MASTER"})
 
 
-def gone(pid: int, within: float) -> bool:
+def gone(st: server.ServerState, within: float) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if not server._alive(pid):
+        if not st.alive:
             return True
         time.sleep(0.5)
     return False
@@ -75,21 +75,21 @@ def test_check_on_the_server_then_stop_and_teardown(histories: list[str], tmp_pa
     finally:
         stopped = harness("check-server", "stop")
     assert f"pid {st.pid} stopped" in stopped.stdout
-    assert gone(st.pid, 30) and server.read_state() is None and not server.STATE.exists()
+    assert gone(st, 30) and server.read_state() is None and not server.STATE.exists()
     assert harness("check-server", "status").returncode == 1
 
     # the idle timeout stops a forgotten server; `harness teardown` stops a running one
     p = harness("check-server", "start", "--idle-timeout", "5")
     idle = server.read_state()
     assert p.returncode == 0 and idle is not None
-    assert gone(idle.pid, 60), "the idle server is still running"
+    assert gone(idle, 60), "the idle server is still running"
     assert not server.STATE.exists()
     p = harness("check-server", "start")
     st = server.read_state()
     assert st is not None
     p = harness("teardown")
     assert f"stopped the check server (pid {st.pid})" in p.stdout, p.stdout
-    assert gone(st.pid, 30) and not server.STATE.exists()
+    assert gone(st, 30) and not server.STATE.exists()
 
 
 def test_bad_flags_are_254() -> None:

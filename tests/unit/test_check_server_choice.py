@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from checkers import command, server
+from harness.localstate import process_start_time
 
 
 def args(**kw: object) -> argparse.Namespace:
@@ -22,7 +23,8 @@ def args(**kw: object) -> argparse.Namespace:
 
 @pytest.fixture()
 def running(monkeypatch: pytest.MonkeyPatch) -> server.ServerState:
-    st = server.ServerState(pid=os.getpid(), port=1, key="00", master="local[*]", started=0.0, log="-")
+    st = server.ServerState(pid=os.getpid(), start_time=process_start_time(os.getpid()), port=1, key="00",
+                            master="local[*]", started=0.0, log="-")
     monkeypatch.setattr(server, "read_state", lambda path=server.STATE: st)
     monkeypatch.delenv("HARNESS_SPARK_MASTER", raising=False)
     return st
@@ -47,14 +49,20 @@ def test_everything_else_stays_in_process(running: server.ServerState, kw: dict,
 def test_no_server_and_stale_records(tmp_path: Path) -> None:
     state = tmp_path / "server.json"
     assert server.read_state(state) is None
+    record = dict(port=1, key="00", master="local[*]", started=0.0, log="-")
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    state.write_text(json.dumps(dict(pid=int(dead.stdout), port=1, key="00", master="local[*]", started=0.0, log="-")))
+    state.write_text(json.dumps(dict(pid=int(dead.stdout), start_time=1, **record)))
     assert server.read_state(state) is None and not state.exists()  # its process is gone: the record too
+    # a live process under the recorded pid that started at another time is not the server
+    state.write_text(json.dumps(dict(pid=os.getpid(), start_time=process_start_time(os.getpid()) - 1, **record)))
+    assert server.read_state(state) is None and not state.exists()
+    state.write_text(json.dumps(dict(pid=os.getpid(), start_time=process_start_time(os.getpid()), **record)))
+    assert server.read_state(state) is not None
     state.write_text("{not json")
     assert server.read_state(state) is None
 
 
 def test_the_record_lives_in_the_state_dir_teardown_reads() -> None:
-    from harness.cluster import STATE_DIR
+    from harness.commands import teardown
 
-    assert server.STATE.parent.parent == STATE_DIR
+    assert server.STATE.parent.parent == teardown.STATE_DIR

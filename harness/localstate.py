@@ -1,0 +1,24 @@
+"""What the control node records about the processes it started, and where: ``.local/state``
+(the run states `harness teardown` reads, the check server's record) and how a recorded pid is
+told from a reused one. Kept apart from ``harness.cluster`` so that light commands (`harness
+check`) can use it without importing the cluster's SSH and ZooKeeper clients."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+STATE_DIR = Path(__file__).resolve().parent.parent / ".local" / "state"
+
+
+def process_start_time(pid: int) -> int | None:
+    """Kernel start time of ``pid`` (clock ticks since boot): tells a live owner from a reused pid.
+    None when there is no such process or it has exited (a zombie not yet reaped)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else int(fields[19])
+
+
+def owner_alive(pid: int | None, start: int | None) -> bool:
+    return pid is not None and start is not None and process_start_time(pid) == start
