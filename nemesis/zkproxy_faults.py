@@ -19,10 +19,12 @@ if TYPE_CHECKING:
     from nemesis.zkproxy.client import ZkProxyClient
 
 
-# KAFKA-14845's fault: lose the next createSession reply on a connection, then black-hole that
-# connection (the request pipelined behind it runs under a session the client never learns)
+# KAFKA-14845's fault: lose the next ConnectResponse that creates a session, then black-hole that
+# connection (the request pipelined behind it runs under a session the client never learns). Only a
+# new session's reply: a reconnecting client's "your session expired" reply must pass (a real Kafka
+# broker's every ZooKeeper connection goes through the wire proxy, not only the pipelining one).
 LOST_CONNECT_RULE: dict[str, Any] = {
-    "match": {"dir": "s2c", "kind": "connect_resp"},
+    "match": {"dir": "s2c", "kind": "connect_resp", "connect_result": "new"},
     "action": {"type": "drop_then_blackhole", "mode": "s2c"},
     "budget": {"times": 1},
 }
