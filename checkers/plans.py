@@ -8,16 +8,23 @@ malformed field, an unresolvable reference; ``message`` says why). A checker wit
 and no invalid ones is ``unknown``, never valid. Every cast is null-safe (to string, or
 ``try_cast``), so Spark's ANSI mode cannot crash a checker.
 
-All selected plans are unioned and collected in one Spark job (``collect``). On run-sized input
-(one in-memory partition, ``checkers.events_df``) windows, aggregates and joins need no exchange,
-so the 9 fencing plans run as one job of 28 stages (32 jobs with the session's defaults).
+On large input all selected plans are unioned and collected in one Spark job (``collect``). On
+run-sized input (one in-memory partition, ``checkers.events_df``) each plan is its own job of one
+stage, built and run on a few threads at once: windows, aggregates and joins over one partition need
+no exchange, as long as every join's and union's output is made one partition again (``one``).
+Unioning them first would re-analyse the growing union at each step, the largest part of building
+the plans (bench/check_latency.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any
@@ -47,26 +54,67 @@ class PlanChecker:
 
 def collect(checkers: Sequence[PlanChecker], frame: DataFrame, paths: Sequence[str], *,
             small: bool) -> dict[str, dict[str, Result]]:
-    """{path: {checker: result}} for every plan, collected in one Spark job."""
-    from pyspark.sql import functions as F
-
+    """{path: {checker: result}} for every plan: one Spark job on large input, one small job per
+    plan on run-sized input (``small``: ``frame`` is one partition)."""
     if not checkers:
         return {p: {} for p in paths}
-    rows = (
-        anomalies(checkers, frame).groupBy("hist", "checker", "verdict")
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.slice(F.collect_list(F.struct("message", "event_ids", "key")), 1, MAX_ANOMALIES_PER_CHECKER).alias("first"),
-        )
-    )
     if small:
-        with _single_partition_conf(frame.sparkSession):
-            got = rows.collect()
+        with single_partition_conf(frame.sparkSession):
+            got = [r for rows in _pool().map(lambda c: one_partition_job(frame, c).collect(), checkers) for r in rows]
     else:
-        got = rows.collect()
+        got = _summary(anomalies(checkers, frame)).collect()
     found: dict[tuple[str, str, str], Any] = {(r["hist"], r["checker"], r["verdict"]): r for r in got}
     return {p: {c.name: _result(c.name, found.get((p, c.name, "invalid")), found.get((p, c.name, "unknown")))
                 for c in checkers} for p in paths}
+
+
+def one_partition_job(frame: DataFrame, checker: PlanChecker) -> DataFrame:
+    """``checker``'s summary rows over ``frame``, one partition, built with ``one`` active: one stage
+    under ``single_partition_conf`` (tests/integration/test_check_fencing.py holds every plan to that)."""
+    from pyspark.sql import functions as F
+
+    token = _ONE_PARTITION.set(True)
+    try:
+        return _summary(one(checker.plan(frame)).withColumn("checker", F.lit(checker.name)))
+    finally:
+        _ONE_PARTITION.reset(token)
+
+
+def _summary(rows: DataFrame) -> DataFrame:
+    """Per (hist, checker, verdict): how many anomaly rows, and the first few."""
+    from pyspark.sql import functions as F
+
+    return rows.groupBy("hist", "checker", "verdict").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.slice(F.collect_list(F.struct("message", "event_ids", "key")), 1, MAX_ANOMALIES_PER_CHECKER).alias("first"),
+    )
+
+
+_ONE_PARTITION: ContextVar[bool] = ContextVar("one_partition", default=False)
+_pool_lock = threading.Lock()
+_pool_threads: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Threads that build and run the plans of run-sized input side by side: building a plan is mostly
+    the JVM analysing it, and one Python thread leaves the other cores idle. Kept for the process (a
+    check server's checks reuse them and their Py4J connections)."""
+    global _pool_threads
+    with _pool_lock:
+        if _pool_threads is None:
+            _pool_threads = ThreadPoolExecutor(max(2, os.cpu_count() or 2), thread_name_prefix="zkfence-plans")
+        return _pool_threads
+
+
+def one(df: DataFrame) -> DataFrame:
+    """``df`` as one partition again, when the plans run on run-sized input (else ``df`` itself).
+
+    Spark reports an inner join's output as "either side's partitioning" and a union's as unknown,
+    never as the single partition both came from; the next join or aggregate then shuffles its
+    inputs into one partition, a stage each (bounce_handling had 12). Coalescing to one partition
+    moves no data and keeps the plan one stage. Call it on a join's or union's result that feeds
+    another join, aggregate or window."""
+    return df.coalesce(1) if _ONE_PARTITION.get() else df
 
 
 def anomalies(checkers: Sequence[PlanChecker], frame: DataFrame) -> DataFrame:
@@ -89,14 +137,17 @@ def _result(name: str, bad: Any, unk: Any) -> Result:
 
 
 @contextmanager
-def _single_partition_conf(spark: SparkSession) -> Iterator[None]:
+def single_partition_conf(spark: SparkSession) -> Iterator[None]:
     """Settings for input on one partition, restored afterwards. Windows, aggregates and sort-merge
-    joins over one partition need no exchange; the few that remain (after unions) shuffle into one
-    partition. Joins are not broadcast (each broadcast is a job of its own) and AQE is off (it runs
-    every query stage as a job): all plans run as one job. Whole-stage codegen is off: compiling
-    the generated code of ~25 stages costs more than interpreting a few thousand rows."""
+    joins over one partition need no exchange (with ``one`` after joins and unions). Spark keeps a
+    join's two single-partition inputs as they are only when their estimated size is at most
+    ``spark.sql.maxSinglePartitionBytes``, and an in-memory leaf has no estimate (it counts as
+    unbounded): hence no limit. Joins are not broadcast (each broadcast is a job of its own) and AQE
+    is off (it runs every query stage as a job): each plan is one job of one stage. Whole-stage
+    codegen is off: compiling the generated code costs more than interpreting a few thousand rows."""
     conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1",
-            "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false"}
+            "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false",
+            "spark.sql.maxSinglePartitionBytes": str(2**63 - 1)}
     saved = {k: spark.conf.get(k, None) for k in conf}
     for k, v in conf.items():
         spark.conf.set(k, v)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from checkers.checker import Events
-from checkers.plans import F, PlanChecker, W, anom, fmt, ids
+from checkers.plans import F, PlanChecker, W, anom, fmt, ids, one
 from checkers.result import Result, anomaly, result
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def lost_write(ev: DataFrame) -> DataFrame:
     w = win.partitionBy("hist", "topic", "part").orderBy((f.col("ftype") == "ok").desc(), f.col("fidx").desc())
     final = finals.withColumn("rk", f.row_number().over(w)).filter(f.col("rk") == 1).drop("rk")
     rec = _reads(ev, ("final_read",)).select("hist", "topic", "part", f.col("off").alias("foff"), "value")
-    j = acked.join(final, ["hist", "topic", "part"], "left").join(rec, ["hist", "topic", "part", "value"], "left")
+    j = one(one(acked.join(final, ["hist", "topic", "part"], "left")).join(rec, ["hist", "topic", "part", "value"], "left"))
     j = j.groupBy("hist", "sid", "sidx", "topic", "part", "value", "soff", "sleader", "ftype", "fid", "fidx", "fhw",
                   "fleader", "fle").agg(f.collect_set("foff").alias("found"))
     unk = j.filter(f.col("ftype").isNull() | (f.col("ftype") != "ok"))
@@ -103,7 +103,7 @@ def _explain(ev: DataFrame, bad: DataFrame) -> DataFrame:
         "hist", f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"), f.col("idx").alias("pidx"),
         f.col("id").alias("pid"), f.col("v_leader").alias("pl"), f.col("v_leader_epoch").alias("ple"))
     keys = bad.select("hist", "sid", "topic", "part", "sidx", "fidx")
-    between = keys.join(ps, ["hist", "topic", "part"]).filter(
+    between = one(keys.join(ps, ["hist", "topic", "part"])).filter(
         (f.col("pidx") > f.col("sidx")) & (f.col("pidx") < f.col("fidx")))
     expl = between.groupBy("hist", "sid").agg(
         f.slice(f.array_sort(f.collect_set(f.struct("ple", "pl", "pid"))), 1, MAX_CITED).alias("st"))
@@ -115,9 +115,9 @@ def _explain(ev: DataFrame, bad: DataFrame) -> DataFrame:
     reg = ev.filter((f.col("f") == "register") & (f.col("type") == "ok")).select(
         "hist", f.coalesce("v_broker_id", "node").alias("b"), f.col("v_epoch").alias("e"))
     brokers = bad.select("hist", "sid", f.explode(f.array("sleader", "fleader")).alias("b")).distinct()
-    be = brokers.join(reg, ["hist", "b"]).groupBy("hist", "sid").agg(f.array_join(f.array_sort(f.collect_set(
+    be = one(brokers.join(reg, ["hist", "b"])).groupBy("hist", "sid").agg(f.array_join(f.array_sort(f.collect_set(
         f.format_string("broker %s: %s", f.col("b").cast("string"), f.col("e").cast("string")))), "; ").alias("bepochs"))
-    return (bad.join(expl, ["hist", "sid"], "left").join(be, ["hist", "sid"], "left")
+    return (one(bad.join(expl, ["hist", "sid"], "left")).join(be, ["hist", "sid"], "left")
             .withColumn("states", f.coalesce(f.nullif("states", f.lit("")), f.lit("none recorded")))
             .withColumn("bepochs", f.coalesce("bepochs", f.lit("none recorded"))))
 

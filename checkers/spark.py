@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,9 @@ LOCAL_SHUFFLE_PARTITIONS = 4
 # C1 only (no C2 recompiles of warm methods) and the serial collector (no GC threads competing for
 # the cores): on a stored run's check (118 events), JVM CPU for session start + check went from
 # 28 + 83 s to 17 + 50 s on a loaded 2-core machine (bench/check_latency.py measures the wall).
-QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# C1 alone gets a 48 MB code cache by default; a check server's session filled it (the JVM then
+# stops compiling and runs everything interpreted), hence the larger one.
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
 # And no Janino compilation of projections, orderings and predicates: interpreted, they evaluate a
 # run's rows in less time than compiling them takes (with QUICK_JVM, check CPU 45 -> 36 s, same load).
 QUICK_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen.wholeStage": "false"}
@@ -93,14 +96,30 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
         return spark
 
 
-def start_spark_in_background(master: str | None = None, *, quick: bool = False) -> Future[SparkSession]:
-    """Start (or reuse) the session on a background thread; ``.result()`` waits for it."""
+def start_spark_in_background(master: str | None = None, *, quick: bool = False,
+                              then: Callable[[SparkSession], object] | None = None) -> Future[SparkSession]:
+    """Start (or reuse) the session on a background thread; ``.result()`` waits for it.
+
+    ``then(spark)`` runs next on that thread, before the future resolves: a run passes
+    ``checkers.project.warm_up``, so the JVM has compiled the checkers' code paths when the run's own
+    history arrives. It is only a head start: an exception from it is dropped (the real check runs
+    the same code and reports)."""
     global _executor
     with _lock:
         if _executor is None:
             _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-warm")
         ex = _executor
-    return ex.submit(get_spark, master, quick=quick)
+    return ex.submit(_start, master, quick, then)
+
+
+def _start(master: str | None, quick: bool, then: Callable[[SparkSession], object] | None) -> SparkSession:
+    spark = get_spark(master, quick=quick)
+    if then is not None:
+        try:
+            then(spark)
+        except Exception:  # noqa: BLE001, S110 - a head start only, see start_spark_in_background
+            pass
+    return spark
 
 
 def stop_spark() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checkers.plans import F, PlanChecker, W, anom, broker, fmt, ids
+from checkers.plans import F, PlanChecker, W, anom, broker, fmt, ids, one
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -93,8 +93,8 @@ def bounce_handling(ev: DataFrame) -> DataFrame:
     died = bc.select("hist", f.col("idx").alias("d_idx"), f.explode_outer("v_dead").alias("n"))
     views = bc.select("hist", f.col("idx").alias("v_idx"), f.col("id").alias("vid"), "v_live", "v_bounced")
     cand = (
-        regs.join(ends, "hist", "left")
-        .filter(f.col("end").isNull() | f.col("e").isNull() | (f.col("t_wall") <= f.col("end") - GRACE_S))
+        one(regs.join(ends, "hist", "left")
+            .filter(f.col("end").isNull() | f.col("e").isNull() | (f.col("t_wall") <= f.col("end") - GRACE_S)))
         .join(sends, ["hist", "n", "e"], "left")
         .filter(~(f.coalesce("um", f.lit(False)) & f.coalesce("lai", f.lit(False))))
     )
@@ -150,7 +150,7 @@ def bounce_handling(ev: DataFrame) -> DataFrame:
         .select("hist", "src", "seq", "n")
     )
     cbad = (
-        cmiss.join(resigned.unionByName(superseded), ["hist", "src", "seq", "n"], "left_anti")
+        cmiss.join(one(resigned.unionByName(superseded)), ["hist", "src", "seq", "n"], "left_anti")
         .join(regs.select("hist", "n", "e"), ["hist", "n", "e"], "left_anti")  # judged from the registration above
         .join(ends, "hist", "left")
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checkers.plans import F, PlanChecker, W, anom, broker, fmt, ids
+from checkers.plans import F, PlanChecker, W, anom, broker, fmt, ids, one
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -42,15 +42,15 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         f.col("v_based_on_fetch").alias("bof"),
     )
     # Request ids are unique per leader incarnation: pair on (request id, leader, leader's broker epoch).
-    j = hd.join(ap, (hd.hist == ap.hist) & (hd.rid == ap.a_rid) & hd.ldr.eqNullSafe(ap.a_ldr) & hd.be.eqNullSafe(ap.a_be)
-                & hd.topic.eqNullSafe(ap.a_topic) & hd.part.eqNullSafe(ap.a_part), "left").drop(ap.hist)
+    j = one(hd.join(ap, (hd.hist == ap.hist) & (hd.rid == ap.a_rid) & hd.ldr.eqNullSafe(ap.a_ldr) & hd.be.eqNullSafe(ap.a_be)
+                    & hd.topic.eqNullSafe(ap.a_topic) & hd.part.eqNullSafe(ap.a_part), "left").drop(ap.hist))
     j = j.dropDuplicates(["hist", "hid"])
     ps = ev.filter(f.col("f") == "partition_state").groupBy(
         "hist", f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"), f.col("v_zk_version").alias("ver")
     ).agg(f.max_by("v_isr", "idx").alias("s_isr"), f.max("v_zxid").alias("s_zxid"), f.max_by("id", "idx").alias("s_id"))
     prev = ps.select("hist", "topic", "part", (f.col("ver") + 1).alias("pe"), f.col("s_isr").alias("prev_isr"))
     com = ps.select("hist", "topic", "part", f.col("ver").alias("pe"), f.col("s_zxid").alias("czx"), f.col("s_id").alias("sid"))
-    j = j.join(prev, ["hist", "topic", "part", "pe"], "left").join(com, ["hist", "topic", "part", "pe"], "left")
+    j = one(one(j.join(prev, ["hist", "topic", "part", "pe"], "left")).join(com, ["hist", "topic", "part", "pe"], "left"))
     # Handled events we cannot place (no ISR, no previous state) are unknown: the added set is unknowable.
     undecided = j.filter(f.col("isr").isNull() | f.col("prev_isr").isNull())
     u1 = anom(undecided, fmt("%s-%s: cannot tell which replicas the committed expansion %s added (committed ISR %s, no state "
@@ -65,18 +65,18 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         "hist", f.col("id").alias("frid"), f.col("id").alias("fid"), f.col("v_replica").alias("fr"),
         f.col("v_replica_epoch").alias("fepoch"),
     )
-    reg = ev.filter((f.col("f") == "register") & (f.col("type") == "ok")).select(
+    reg = one(ev.filter((f.col("f") == "register") & (f.col("type") == "ok")).select(
         "hist", broker().alias("r"), f.col("v_epoch").alias("re")
     ).unionByName(ev.filter((f.col("f") == "broker_znode") & f.coalesce("v_exists", f.lit(False))).select(
         "hist", f.col("v_broker_id").alias("r"), f.col("v_czxid").alias("re")
-    )).filter(f.col("re").isNotNull()).distinct()
+    ))).filter(f.col("re").isNotNull()).distinct()
     cur_reg = (
-        j.select("hist", "hid", "r", "czx").join(reg, ["hist", "r"])
+        one(j.select("hist", "hid", "r", "czx").join(reg, ["hist", "r"]))
         .filter(f.col("czx").isNotNull() & (f.col("re") < f.col("czx")))
         .groupBy("hist", "hid", "r").agg(f.max("re").alias("reg_e"))
     )
     j = (
-        j.join(fe, ["hist", "frid"], "left").join(cur_reg, ["hist", "hid", "r"], "left")
+        one(one(j.join(fe, ["hist", "frid"], "left")).join(cur_reg, ["hist", "hid", "r"], "left"))
         .withColumn("cur", f.coalesce("reg_e", f.try_element_at("live", f.col("r").cast("string"))))
         .withColumn("basis", f.when(f.col("reg_e").isNotNull(), f.lit("registration current at the commit's zxid"))
                     .otherwise(f.lit("controller's live epoch at commit")))

@@ -350,3 +350,43 @@ def test_malformed_fields_never_crash(spark, tmp_path) -> None:  # noqa: ANN001
     p = str(log.write(tmp_path / "junk.jsonl"))
     res = check_histories([p], spark=spark)[p]
     assert res["checkers"]["isr_expansion"]["valid"] is False, res
+
+
+def test_each_plan_is_one_stage_on_run_sized_input(spark, paths) -> None:  # noqa: ANN001
+    """On one partition no plan shuffles: every exchange is a stage of its own, and on a run's history
+    those stages were most of the plans' run time (bounce_handling had 12, isr_expansion 24)."""
+    from checkers import events_df, plans
+    from checkers.checker import union
+    from checkers.fencing import PLANS
+    from checkers.queue import QUEUE_PLANS
+
+    every = PLANS + QUEUE_PLANS
+    loaded = events_df.load(spark, list(paths.values()), union(c.reads for c in every))
+    try:
+        assert loaded.small
+        with plans.single_partition_conf(spark):
+            shuffles = {c.name: plans.one_partition_job(loaded.frame, c)._jdf.queryExecution().executedPlan()
+                        .toString().count("Exchange") for c in every}
+    finally:
+        loaded.release()
+    assert shuffles == dict.fromkeys(shuffles, 0)
+
+
+def test_one_job_on_large_input_agrees_with_per_plan_jobs(spark, paths, verdicts, monkeypatch) -> None:  # noqa: ANN001
+    """The same histories read as large input (one union job over every plan, no ``one``) get the same
+    verdicts and anomalies as the per-plan jobs on one partition. Compared as sets: on several
+    partitions the order of a checker's first anomalies is the order the partitions finish."""
+    import json
+
+    from checkers import events_df
+
+    def unordered(x: object) -> object:
+        if isinstance(x, dict):
+            return {k: unordered(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return sorted((unordered(v) for v in x), key=lambda v: json.dumps(v, sort_keys=True))
+        return x
+
+    monkeypatch.setattr(events_df, "SMALL_BYTES", 0)
+    res = check_histories(list(paths.values()), spark=spark)
+    assert unordered({k: res[p] for k, p in paths.items()}) == unordered(verdicts)
