@@ -62,7 +62,7 @@ def collect(checkers: Sequence[PlanChecker], frame: DataFrame, paths: Sequence[s
         with single_partition_conf(frame.sparkSession):
             got = [r for rows in _pool().map(lambda c: one_partition_job(frame, c).collect(), checkers) for r in rows]
     else:
-        got = _summary(anomalies(checkers, frame)).collect()
+        got = _summary(anomalies(checkers, frame), ordered=True).collect()
     found: dict[tuple[str, str, str], Any] = {(r["hist"], r["checker"], r["verdict"]): r for r in got}
     return {p: {c.name: _result(c.name, found.get((p, c.name, "invalid")), found.get((p, c.name, "unknown")))
                 for c in checkers} for p in paths}
@@ -80,13 +80,16 @@ def one_partition_job(frame: DataFrame, checker: PlanChecker) -> DataFrame:
         _ONE_PARTITION.reset(token)
 
 
-def _summary(rows: DataFrame) -> DataFrame:
-    """Per (hist, checker, verdict): how many anomaly rows, and the first few."""
+def _summary(rows: DataFrame, *, ordered: bool = False) -> DataFrame:
+    """Per (hist, checker, verdict): how many anomaly rows, and the first few. On one partition they
+    come in the plan's row order; on several (``ordered``) the order the tasks finish would decide
+    which few are reported, so they are sorted first (by message, then event ids)."""
     from pyspark.sql import functions as F
 
+    found = F.collect_list(F.struct("message", "event_ids", "key"))
     return rows.groupBy("hist", "checker", "verdict").agg(
         F.count(F.lit(1)).alias("n"),
-        F.slice(F.collect_list(F.struct("message", "event_ids", "key")), 1, MAX_ANOMALIES_PER_CHECKER).alias("first"),
+        F.slice(F.array_sort(found) if ordered else found, 1, MAX_ANOMALIES_PER_CHECKER).alias("first"),
     )
 
 

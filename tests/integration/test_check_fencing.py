@@ -374,8 +374,8 @@ def test_each_plan_is_one_stage_on_run_sized_input(spark, paths) -> None:  # noq
 
 def test_one_job_on_large_input_agrees_with_per_plan_jobs(spark, paths, verdicts, monkeypatch) -> None:  # noqa: ANN001
     """The same histories read as large input (one union job over every plan, no ``one``) get the same
-    verdicts and anomalies as the per-plan jobs on one partition. Compared as sets: on several
-    partitions the order of a checker's first anomalies is the order the partitions finish."""
+    verdicts and anomalies as the per-plan jobs on one partition. Compared as sets: on one partition
+    a checker's first anomalies come in row order, on several they are sorted (plans._summary)."""
     import json
 
     from checkers import events_df
