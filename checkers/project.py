@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from checkers.checker import Checker, Events, union
@@ -124,24 +125,15 @@ def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, in
             for p in events.paths}
 
 
+WARM_UP_HISTORY = Path(__file__).with_name("warm_up.jsonl")
+
+
 def warm_up(spark: SparkSession) -> float:
-    """Check a small built-in history (every checker runs) so that the JVM compiles the checkers'
-    code paths before a real history arrives; the seconds it took. A check on a cold JIT takes two
-    to three times as long as the same check warm (docs/checking.md)."""
-    import tempfile
-    from pathlib import Path
-
-    from checkers.testing import EventLog
-
-    log = EventLog(run="warm-up")
-    for b in (1, 2):
-        a = f"agent:{b}"
-        log.emit(a, "agent_start", process=b, broker_id=b, pid=b, toggles={}, session_timeout_ms=3000)
-        log.emit(a, "session", process=b, state="connected", session_id=0x100 + b)
-        log.emit(a, "register", "invoke", b, broker_id=b, attempt=1, mode="3x", session_id=0x100 + b)
-        log.emit(a, "register", "ok", b, broker_id=b, epoch=0x200 + b, czxid=0x200 + b, session_id=0x100 + b,
-                 recorded_session=None, owner=0x100 + b, path_existed=False)
+    """Check a small built-in history (``warm_up.jsonl``: two brokers registering; every checker runs)
+    so that the JVM compiles the checkers' code paths before a real history arrives; the seconds it
+    took. A check on a cold JIT takes two to three times as long as the same check warm
+    (docs/checking.md). A file shipped with the package, not one written per call: a run killed
+    during its background warm-up leaves nothing behind."""
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="zkfence-warm-") as d:
-        check_histories([str(log.write(Path(d) / "history.jsonl"))], spark=spark)
+    check_histories([str(WARM_UP_HISTORY)], spark=spark)
     return time.perf_counter() - t0
