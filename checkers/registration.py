@@ -6,8 +6,8 @@
   znode with that czxid owned by the registering session (KIP-380: the broker epoch is the czxid of
   ``/brokers/ids/N``). A registration the observer never saw is unknown, never valid.
 - ``registration_liveness``, two forms. Timed: after the last fault heals (or the broker's last
-  start), every broker ``run_end.live_brokers`` lists is registered within T + margin (T its
-  session timeout) and stays so, and ZooKeeper's final snapshot agrees (the znode exists, owned by
+  start; a heal with nothing to undo, ``noop``, ends no fault), every broker
+  ``run_end.live_brokers`` lists is registered within T + margin (T its session timeout) and stays so, and ZooKeeper's final snapshot agrees (the znode exists, owned by
   that session, with that epoch). End of run: a broker whose agent's last word is a CONNECTED
   session S or a registration, and that is up, has its final znode owned by S (KAFKA-14845: an
   orphan session owns the znode and the broker never re-registers). Decided from the agent's own
@@ -135,8 +135,10 @@ class RegistrationLiveness:
         "deregistered": ("broker_id",),
         "broker_znode": ("broker_id", "czxid", "exists", "final", "owner"),
         "run_end": ("live_brokers",),
-        # the last heal: the last completed stop of any nemesis op (a fault's own stop or a heal-all)
+        # the last heal: the last completed stop of any nemesis op (a fault's own stop or a heal-all
+        # that undid something: a ``noop`` heal ends no fault)
         **{k: ("phase", "reason", "stage") for k in kinds_of(NEMESIS)},
+        "heal": ("noop", "phase", "reason", "stage"),
     })
     local: bool = True
 
@@ -243,9 +245,10 @@ def _lost(ev: Row) -> bool:
 
 def _last_heal(context: list[Row], run_end: Row | None) -> Row | None:
     """The last completed stop of a nemesis op before the run ended; the heal at nemesis setup
-    precedes every fault and does not count."""
+    precedes every fault and does not count, nor does a heal that had nothing to undo (``noop``)."""
     end_t = run_end["t_wall"] if run_end else float("inf")
     stops = sorted((r for r in context if r["src"] == "nemesis" and r["v_phase"] == "stop"
-                    and r["v_stage"] == "complete" and r["v_reason"] != "setup" and r["t_wall"] <= end_t),
+                    and r["v_stage"] == "complete" and r["v_reason"] != "setup" and not r.get("v_noop")
+                    and r["t_wall"] <= end_t),
                    key=lambda r: r["t_wall"])
     return stops[-1] if stops else None

@@ -25,12 +25,11 @@ import json
 import random
 import shlex
 import shutil
-import signal
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from harness.components import live
 from harness.effects import Effects
 from harness.errors import RunInterrupted, exit_code_for
 from harness.inventory import Inventory
+from harness.phases import Lap, current_phase, sigterm_as_interrupt
 from harness.progress import LiveLine, OpsRate, progress_line
 from harness.remote import RemoteError
 from harness.spec import ANOMALY, TestSpec
@@ -126,6 +126,7 @@ class Engine:
         self._scratch_kept = False  # a cluster that could not be torn down leaves it to `harness teardown`
         self._spark_future: Any = None
         self._zk: Any = None
+        self._teardown: threading.Thread | None = None  # a cluster being torn down while a run checks
         self.missing_sources: list[str] = []  # the last run's sources whose events could not be collected
         self.error_is_environment = False  # the last run's error came from a node or component, not a bug
 
@@ -137,6 +138,7 @@ class Engine:
         self.close()
 
     def close(self) -> None:
+        self._join_teardown()
         self._drop_cluster()
         if not self._scratch_kept:
             shutil.rmtree(self._scratch, ignore_errors=True)
@@ -159,6 +161,19 @@ class Engine:
         self.warm_spark()
         return self._spark_future.result()
 
+    def _drop_cluster_in_background(self) -> None:
+        """Tear the cluster down on a thread while the run merges and checks its history: stopping
+        ZooKeeper, Toxiproxy and sshd takes about a second, and the check needs none of them.
+        ``run`` waits for it before it returns (on error and Ctrl-C too)."""
+        self._join_teardown()
+        self._teardown = threading.Thread(target=self._drop_cluster, name="zkfence-teardown")
+        self._teardown.start()
+
+    def _join_teardown(self) -> None:
+        if self._teardown is not None:
+            self._teardown.join()
+            self._teardown = None
+
     def _drop_cluster(self) -> None:
         if self._zk is not None:
             self._zk = None  # closed by the cluster's teardown
@@ -174,6 +189,7 @@ class Engine:
                 and spec.zkproxy == "off":
             self._reset()
             return self.cluster
+        self._join_teardown()
         self._drop_cluster()
         inv = self.inv
         if spec.zk_overrides:
@@ -219,6 +235,12 @@ class Engine:
 
     # -- one run ---------------------------------------------------------------------------------
     def run(self, spec: TestSpec) -> RunOutcome:
+        try:
+            return self._run(spec)
+        finally:
+            self._join_teardown()
+
+    def _run(self, spec: TestSpec) -> RunOutcome:
         t_start = time.monotonic()
         seed = spec.seed if spec.seed is not None else random.SystemRandom().randrange(2**31)
         spec.seed = seed
@@ -228,7 +250,7 @@ class Engine:
         self.effects.prepare_check(self, spec)
         events_dir = run_dir / "events"
         phases: dict[str, float] = {}
-        lap = _Lap(phases)
+        lap = Lap(phases)
         error: str | None = None
         ops: dict[str, int] = {}
         interrupted: str | None = None
@@ -241,11 +263,13 @@ class Engine:
                 cluster.record_run_dir(run_dir)  # `harness teardown` salvages events into it after a crash
                 error, ops = self._run_phases(cluster, spec, run_id, run_dir, lap)
             except KeyboardInterrupt:
-                interrupted = f"interrupted during {_current_phase(phases)}"
+                interrupted = f"interrupted during {current_phase(phases)}"
                 error = interrupted
             finally:
-                if not self.keep_warm or interrupted:
+                if interrupted:
                     self._drop_cluster()
+                elif not self.keep_warm:
+                    self._drop_cluster_in_background()
         if interrupted:
             self.say(f"[bold yellow]{interrupted}[/]: healed and torn down; checking the partial history")
         sources = [read_events(p) for p in sorted(events_dir.glob("*.jsonl"))]
@@ -296,7 +320,7 @@ class Engine:
             self.say(f"[yellow]warning[/] report not written: {type(e).__name__}: {e}")
 
     def _run_phases(self, cluster: Any, spec: TestSpec, run_id: str, run_dir: Path,
-                    lap: _Lap) -> tuple[str | None, dict[str, int]]:
+                    lap: Lap) -> tuple[str | None, dict[str, int]]:
         events_dir = run_dir / "events"
         writers = {src: EventWriter(events_dir / f"{src}.jsonl", src, run_id)
                    for src in ("harness", "nemesis", "observer", "client")}
@@ -336,10 +360,7 @@ class Engine:
             workload.stop()
             lap("play")
             if spec.recovery:
-                runner.heal("final")
-                recovery = self.T + spec.margin_ms / 1000.0 + 1.0
-                with self.console.status(f"recover: {recovery:.1f}s (T + margin + 1s) after the final heal"):
-                    time.sleep(recovery)
+                self._recover(runner, spec)
                 lap("recover")
             if spec.workload.final:
                 with self.console.status("final read: the workload's final operations"):
@@ -354,7 +375,7 @@ class Engine:
             writers["harness"].emit("run_error", error=error)
             self.say(f"  [red]error[/] {error}")
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: recorded, then collected and healed below
-            writers["harness"].emit("run_interrupted", reason=f"interrupted during {_current_phase(lap.phases)}")
+            writers["harness"].emit("run_interrupted", reason=f"interrupted during {current_phase(lap.phases)}")
             raise
         finally:
             if workload is not None:
@@ -388,6 +409,19 @@ class Engine:
         except Exception as e:  # noqa: BLE001
             self.say(f"  [red]{what}[/] {type(e).__name__}: {e}")
             return False
+
+    def _recover(self, runner: NemesisRunner, spec: TestSpec) -> None:
+        """A final heal, then wait until T + margin + 1 s after the last fault ended: the heal itself
+        when it undid something, else the fault that ended last (``registration_liveness`` times its
+        window from there; a heal with nothing to undo is recorded ``noop`` and ends nothing)."""
+        recovery = self.T + spec.margin_ms / 1000.0 + 1.0
+        if runner.heal("final") or runner.fault_ended_at is None:
+            wait, since = recovery, "the final heal"
+        else:
+            wait, since = max(0.0, runner.fault_ended_at + recovery - time.time()), "the last fault ended"
+        if wait > 0:
+            with self.console.status(f"recover: {wait:.1f}s (T + margin + 1s after {since})"):
+                time.sleep(wait)
 
     def _play(self, ctx: RunContext, workload: WorkloadRunner) -> None:
         """The schedule's steps at their times (steps past the limit still run) while clients run."""
@@ -513,44 +547,6 @@ def _try_delete(zk: Any, path: str) -> bool:
         return True
     except Exception:  # noqa: BLE001 - NotEmpty while an ephemeral reappears: the caller retries
         return False
-
-
-class _Lap:
-    """Times the run's phases into ``phases`` (``lap("setup")`` ends the setup phase)."""
-
-    def __init__(self, phases: dict[str, float]) -> None:
-        self.phases = phases
-        self._mark = time.monotonic()
-
-    def __call__(self, name: str) -> None:
-        now = time.monotonic()
-        self.phases[name] = round(now - self._mark, 2)
-        self._mark = now
-
-PHASES = ("setup", "play", "recover", "collect", "check")
-
-
-def _current_phase(done: dict[str, float]) -> str:
-    """The phase a run is in, from the phases it has finished."""
-    return next((p for p in PHASES if p not in done), "check")
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, so every ``finally`` tears down what it started."""
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_json(spec: TestSpec, run_id: str, inv: Inventory) -> dict[str, Any]:

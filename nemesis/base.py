@@ -6,6 +6,7 @@ end of every schedule and in ``finally``, and nothing outside the inventory is e
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
 from history import EventWriter
@@ -27,6 +28,18 @@ class Nemesis(Protocol):
     def teardown(self) -> None: ...
 
 
+# A heal's report entries that are precautions, not undoing: the process nemesis sends SIGCONT to
+# every component whether or not one was paused (a pause is an active fault until its stop).
+PRECAUTIONS = frozenset({"sigcont"})
+
+
+def undid_something(details: dict[str, Any]) -> bool:
+    """Whether the nemeses' heal reports show anything undone: a count above zero, a non-empty list
+    (toxics, firewall tables, zkproxy rules, released hooks, restarted processes) or an error (which
+    may have left something half-undone, so it counts)."""
+    return any(v not in (0, None, False) and v != [] and v != {} for k, v in details.items() if k not in PRECAUTIONS)
+
+
 class NemesisRunner:
     """Runs fault ops against ``cluster`` (anything with ``inv.nodes``; nemeses get it at setup).
     ``pools`` resolves target specs; by default it is made over the live cluster on first use."""
@@ -41,6 +54,10 @@ class NemesisRunner:
                 self.by_f[f] = n
         self.active: list[FaultOp] = []
         self._pools = pools
+        # Wall time the last fault ended (a completed stop, an instant fault, a heal that undid
+        # something); None before any. The run engine's recovery wait counts from it.
+        self.fault_ended_at: float | None = None
+        self._instant_since_stop = False  # an instant fault ends nothing the checkers can time from
 
     def resolve(self, op: FaultOp) -> FaultOp:
         """Ops that carry a target spec (``params['spec']``) and no targets get their targets now, and
@@ -83,14 +100,23 @@ class NemesisRunner:
         if op.phase == "start":
             if not (detail or {}).get("instant"):
                 self.active.append(op)
+            else:  # done at once, but its effects (a restarted process's sessions) settle from now
+                self.fault_ended_at = time.time()
+                self._instant_since_stop = True
         else:
+            self.fault_ended_at = time.time()
+            self._instant_since_stop = False
             self.active = [a for a in self.active
                            if not (a.f == op.f and (a.targets == op.targets or not op.targets))]
         return Completion(op, True, detail)
 
-    def heal(self, reason: str) -> None:
-        """Undo every fault; errors are recorded and the other nemeses still heal."""
+    def heal(self, reason: str) -> bool:
+        """Undo every fault; errors are recorded and the other nemeses still heal. Returns whether it
+        ended anything (a fault was active, an instant fault came after the last stop, or a nemesis
+        reports undoing something); one that did not is recorded with ``noop: true``
+        (docs/events.md): the liveness window then counts from the fault that did end last."""
         self.events.emit("heal", type="info", process="nemesis", stage="invoke", phase="stop", reason=reason)
+        was_active = bool(self.active) or self._instant_since_stop
         details: dict[str, Any] = {}
         for n in self.nemeses:
             try:
@@ -98,8 +124,13 @@ class NemesisRunner:
             except Exception as e:  # noqa: BLE001
                 details[f"error_{type(n).__name__}"] = repr(e)
         self.active.clear()
+        self._instant_since_stop = False
+        undid = was_active or undid_something(details)
         self.events.emit("heal", type="info", process="nemesis", stage="complete", phase="stop", reason=reason,
-                         **details)
+                         **details, **({} if undid else {"noop": True}))
+        if undid:
+            self.fault_ended_at = time.time()
+        return undid
 
     def teardown(self) -> None:
         try:

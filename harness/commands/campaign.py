@@ -95,7 +95,8 @@ def run_campaign(campaign: Campaign, inv: Any, store: Path, console: Console, sp
     ``stop_at_invalid`` ends it after its first invalid run and ``max_runs`` after that many runs
     (``bench/mutation.py``); either way the state records why in ``stopped``. ``engine``: a warm
     engine (``keep_warm``) to run on, left open for the next campaign; by default one of its own."""
-    from harness.engine import Engine, sigterm_as_interrupt
+    from harness.engine import Engine
+    from harness.phases import sigterm_as_interrupt
 
     planned = plan_specs(campaign, inv)
     root = store / "campaigns"

@@ -425,3 +425,22 @@ def test_a_run_on_a_non_terminal_prints_its_progress_as_plain_lines(tmp_path: Pa
     with Engine(load_inventory(), tmp_path / "store", Console(file=out, force_terminal=False), effects=eff) as eng:
         eng.run(TestSpec("t", schedule=schedule(), time_limit=0.3, recovery=False, seed=5))
     assert any(ln.startswith("run ") and "active faults:" in ln for ln in out.getvalue().splitlines())
+
+
+@pytest.mark.parametrize("stop_it", [True, False])
+def test_recovery_lasts_until_t_plus_margin_after_the_last_fault_ended(tmp_path: Path, stop_it: bool) -> None:
+    """A final heal that undid nothing (the schedule stopped its fault) is ``noop`` and the run ends
+    once T + margin + 1 s have passed since that stop; one that ended a fault waits from itself."""
+    steps = [Step(0.0, FaultOp("isolate", "start", ["b1"]))] + ([Step(0.1, FaultOp("isolate", "stop", ["b1"]))]
+                                                                if stop_it else [])
+    with engine(tmp_path, FakeNemesis()) as eng:
+        eng.T = 0.2
+        out = eng.run(TestSpec("t", schedule=Schedule("s", steps), time_limit=0.3, margin_ms=300, seed=5))
+    evs = history(out)
+    heal = next(e for e in evs if e.f == "heal" and e.value.get("reason") == "final" and e.value["stage"] == "complete")
+    stops = [e for e in evs if e.src == "nemesis" and e.value.get("phase") == "stop" and e.value["stage"] == "complete"
+             and not e.value.get("noop") and e.value.get("reason") != "setup"]
+    end = next(e for e in evs if e.f == "run_end")
+    assert bool(heal.value.get("noop")) is stop_it
+    assert (stops[-1].f == "isolate") is stop_it
+    assert end.t_wall - stops[-1].t_wall >= 0.2 + 0.3 + 1.0

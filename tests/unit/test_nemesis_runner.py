@@ -231,3 +231,38 @@ def test_an_unknown_component_is_refused_before_anything_is_done(tmp_path: Path)
                                         ("  Sl\n", ProcState.RUNNING), ("X", ProcState.STOPPED)])
 def test_one_definition_of_a_process_state(stat: str, state: ProcState) -> None:
     assert parse_stat(stat) is state
+
+
+def heal_values(path: Path) -> list[dict[str, Any]]:
+    return [e.value for e in read_events(path) if e.f == "heal" and e.value["stage"] == "complete"]
+
+
+def test_a_heal_with_nothing_to_undo_is_a_noop_and_ends_no_fault(tmp_path: Path) -> None:
+    """The engine's recovery wait and registration_liveness's window count from the last fault that
+    ended: a heal that undid nothing is recorded ``noop`` (a precautionary SIGCONT is not undoing)."""
+    r, _ = process(tmp_path)  # its setup heal had nothing to undo
+    path = tmp_path / "nemesis.jsonl"
+    assert r.fault_ended_at is None
+    r.invoke(FaultOp("pause", "start", ["b1"]))
+    assert r.heal("final") is True  # a fault was active
+    ended = r.fault_ended_at
+    assert ended is not None
+    assert r.heal("final") is False and r.fault_ended_at == ended  # nothing left: sigcont alone
+    r.invoke(FaultOp("bounce", "start", ["b2"]))  # instant: nothing active, but it came after the stop
+    assert r.fault_ended_at >= ended
+    assert r.heal("final") is True
+    r.invoke(FaultOp("kill", "start", ["b3"]))
+    r.invoke(FaultOp("kill", "stop", ["b3"]))
+    assert r.heal("final") is False
+    assert [v.get("noop", False) for v in heal_values(path)] == [True, False, True, False, True]
+    assert all("sigcont" in v for v in heal_values(path))
+
+
+def test_a_heal_that_removes_something_or_fails_is_no_noop(tmp_path: Path) -> None:
+    from nemesis.base import undid_something
+
+    assert not undid_something({"toxics_removed": 0, "sigcont": ["zk1"], "restarted": [], "hooks_released": []})
+    assert undid_something({"toxics_removed": 2})
+    assert undid_something({"restarted": ["b1"]})
+    assert undid_something({"error_LinkNemesis": "RuntimeError('toxiproxy down')"})
+    assert undid_something({"zkproxy_rules_cleared": 1})

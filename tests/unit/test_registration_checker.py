@@ -152,3 +152,16 @@ def test_timings_name_the_load_and_every_checker_in_order_and_leave_the_verdict_
     assert timed == plain
     assert list(timings) == ["load", *NAMES]
     assert all(isinstance(s, float) and s >= 0 for s in timings.values())
+
+
+def test_a_noop_heal_ends_no_fault_so_the_window_counts_from_the_last_real_one(tmp_path: Path) -> None:
+    """The engine's final heal undid nothing (``noop``) at 14.5 s: the window runs from the isolation's
+    stop at 8.0 s, so a run_end at 16.0 s decides it; a heal that did undo something moves it."""
+    h = healthy()
+    h.at(14.5, "nemesis", "heal", "info", phase="stop", stage="complete", reason="final", noop=True, sigcont=["b1"])
+    h.events.sort(key=lambda e: e["t_wall"])
+    r = check(h, tmp_path)
+    assert r["valid"] is True, r
+    assert r["checkers"]["registration_liveness"]["stats"]["last_heal"] == "nemesis/2"
+    del next(e for e in h.events if e["f"] == "heal")["value"]["noop"]
+    assert check(h, tmp_path)["valid"] == "unknown"  # 14.5 + T + margin is after run_end
