@@ -10,7 +10,7 @@ and no invalid ones is ``unknown``, never valid. Every cast is null-safe (to str
 
 On large input all selected plans are unioned and collected in one Spark job (``collect``). On
 run-sized input (one in-memory partition, ``checkers.events_df``) each plan is its own job of one
-stage, built and run on a few threads at once: windows, aggregates and joins over one partition need
+stage over its own rows (``own_rows``), built and run on a few threads at once: windows, aggregates and joins over one partition need
 no exchange, as long as every join's and union's output is made one partition again (``one``).
 Unioning them first would re-analyse the growing union at each step, the largest part of building
 the plans (bench/check_latency.py).
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from checkers.checker import Events, Reads
+from checkers.checker import Events, Reads, columns
 from checkers.result import Result, anomaly, result
 
 if TYPE_CHECKING:
@@ -80,6 +80,22 @@ def one_partition_job(frame: DataFrame, checker: PlanChecker) -> DataFrame:
         _ONE_PARTITION.reset(token)
 
 
+def own_rows(frame: DataFrame, checker: PlanChecker) -> DataFrame:
+    """The rows and columns of ``frame`` that ``checker`` reads, materialised as a leaf of their own.
+
+    A scan of an in-memory leaf converts every row in full, and a plan scans its input once per
+    reference (bounce_handling and isr_expansion about thirty times): over a whole run's frame (70
+    columns, 9,000 events) that was 1-2 s a plan; over its own rows (a few hundred events, a dozen
+    columns) it is a few milliseconds. On a cluster the frame is a columnar cache, whose scans read
+    only the columns needed: kept as it is."""
+    from pyspark.sql import functions as F
+
+    if not frame.sparkSession.sparkContext.master.startswith("local"):
+        return frame
+    wanted = [c for c in columns(checker.reads) if c in frame.columns]
+    return frame.filter(F.col("f").isin(*checker.reads)).select(*wanted).localCheckpoint()
+
+
 def _summary(rows: DataFrame, *, ordered: bool = False) -> DataFrame:
     """Per (hist, checker, verdict): how many anomaly rows, and the first few. On one partition they
     come in the plan's row order; on several (``ordered``) the order the tasks finish would decide
@@ -118,6 +134,17 @@ def one(df: DataFrame) -> DataFrame:
     moves no data and keeps the plan one stage. Call it on a join's or union's result that feeds
     another join, aggregate or window."""
     return df.coalesce(1) if _ONE_PARTITION.get() else df
+
+
+def reuse(df: DataFrame) -> DataFrame:
+    """``df`` computed once, when a plan reads it in more than one place (else Spark plans and runs
+    the whole subtree again for each: isr_expansion's joins four times over). On run-sized input
+    with a local master it becomes a leaf of its own (``localCheckpoint``: a small job now, and every
+    later plan that reads it is that much smaller to analyse, optimise and run); otherwise ``df``
+    itself, so that large input stays one job."""
+    if _ONE_PARTITION.get() and df.sparkSession.sparkContext.master.startswith("local"):
+        return df.localCheckpoint()
+    return df
 
 
 def anomalies(checkers: Sequence[PlanChecker], frame: DataFrame) -> DataFrame:

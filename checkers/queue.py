@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from checkers.checker import Events
-from checkers.plans import F, PlanChecker, W, anom, fmt, ids, one
+from checkers.plans import F, PlanChecker, W, anom, fmt, ids, one, reuse
 from checkers.result import Result, anomaly, result
 
 if TYPE_CHECKING:
@@ -72,8 +72,8 @@ def lost_write(ev: DataFrame) -> DataFrame:
     final = finals.withColumn("rk", f.row_number().over(w)).filter(f.col("rk") == 1).drop("rk")
     rec = _reads(ev, ("final_read",)).select("hist", "topic", "part", f.col("off").alias("foff"), "value")
     j = one(one(acked.join(final, ["hist", "topic", "part"], "left")).join(rec, ["hist", "topic", "part", "value"], "left"))
-    j = j.groupBy("hist", "sid", "sidx", "topic", "part", "value", "soff", "sleader", "ftype", "fid", "fidx", "fhw",
-                  "fleader", "fle").agg(f.collect_set("foff").alias("found"))
+    j = reuse(j.groupBy("hist", "sid", "sidx", "topic", "part", "value", "soff", "sleader", "ftype", "fid", "fidx", "fhw",
+                        "fleader", "fle").agg(f.collect_set("foff").alias("found")))
     unk = j.filter(f.col("ftype").isNull() | (f.col("ftype") != "ok"))
     u = anom(unk, fmt("%s-%s: acknowledged send of %s at offset %s cannot be checked: no successful final read of "
                       "the partition (%s)", "topic", "part", "value", "soff",
@@ -82,7 +82,7 @@ def lost_write(ev: DataFrame) -> DataFrame:
              ids("sid", "fid"), verdict="unknown", topic=f.col("topic"), partition=f.col("part"))
     # not at its acknowledged offset (missing, or only elsewhere); also elsewhere is queue_duplicate's
     bad = j.filter((f.col("ftype") == "ok") & ((f.size("found") == 0) | ~f.array_contains("found", f.col("soff"))))
-    bad = _explain(ev, bad)
+    bad = _explain(ev, reuse(bad))
     a = anom(bad, fmt("%s-%s: acknowledged (acks=all) send of %s at offset %s by leader %s is %s in the final read "
                       "(hw %s, leader %s at leader epoch %s); partition states between: %s; broker epochs: %s",
                       "topic", "part", "value", "soff", "sleader",

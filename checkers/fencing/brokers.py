@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checkers.plans import F, PlanChecker, W, anom, broker, fmt, ids, one
+from checkers.plans import F, PlanChecker, W, anom, broker, fmt, ids, one, reuse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -82,7 +82,7 @@ def bounce_handling(ev: DataFrame) -> DataFrame:
         .select("hist", "idx", "t_wall", "id", f.col("node").alias("n"), f.col("v_epoch").alias("e"), "prev_e")
     )
     bc = ev.filter(f.col("f") == "broker_change")
-    regs = regs.join(bc.select("hist").distinct(), "hist", "left_semi")  # a controller acted in this history
+    regs = reuse(regs.join(bc.select("hist").distinct(), "hist", "left_semi"))  # a controller acted in this history
     ends = ev.filter(f.col("f") == "run_end").groupBy("hist").agg(f.max("t_wall").alias("end"))
     sends = (
         ev.filter((f.col("f") == "control_send") & ((f.col("v_kind") == "LeaderAndIsr")
@@ -107,6 +107,7 @@ def bounce_handling(ev: DataFrame) -> DataFrame:
         .agg(f.max_by("vid", "v_idx").alias("vid"), f.max_by("v_live", "v_idx").alias("live"))
         .withColumn("seen", f.try_element_at("live", f.col("n").cast("string")))
     )
+    last_view = reuse(last_view)
     missing = f.concat_ws(" or ", f.when(~f.coalesce("um", f.lit(False)), f.lit("full UpdateMetadata")),
                           f.when(~f.coalesce("lai", f.lit(False)), f.lit("LeaderAndIsr")))
     decidable = f.col("end").isNotNull() & f.col("e").isNotNull()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checkers.plans import F, PlanChecker, W, anom, broker, fmt, ids, one
+from checkers.plans import F, PlanChecker, W, anom, broker, fmt, ids, one, reuse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -50,7 +50,7 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     ).agg(f.max_by("v_isr", "idx").alias("s_isr"), f.max("v_zxid").alias("s_zxid"), f.max_by("id", "idx").alias("s_id"))
     prev = ps.select("hist", "topic", "part", (f.col("ver") + 1).alias("pe"), f.col("s_isr").alias("prev_isr"))
     com = ps.select("hist", "topic", "part", f.col("ver").alias("pe"), f.col("s_zxid").alias("czx"), f.col("s_id").alias("sid"))
-    j = one(one(j.join(prev, ["hist", "topic", "part", "pe"], "left")).join(com, ["hist", "topic", "part", "pe"], "left"))
+    j = reuse(one(one(j.join(prev, ["hist", "topic", "part", "pe"], "left")).join(com, ["hist", "topic", "part", "pe"], "left")))
     # Handled events we cannot place (no ISR, no previous state) are unknown: the added set is unknowable.
     undecided = j.filter(f.col("isr").isNull() | f.col("prev_isr").isNull())
     u1 = anom(undecided, fmt("%s-%s: cannot tell which replicas the committed expansion %s added (committed ISR %s, no state "
@@ -89,7 +89,7 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         .when(f.col("fepoch").isNull() | (f.col("fepoch") == -1), f.lit("the fetch carries no replica_epoch"))
         .when(f.col("cur").isNull(), f.lit("no registration of the replica is known at commit"))
     )
-    j = j.withColumn("why", why)
+    j = reuse(j.withColumn("why", why))
     u2 = anom(j.filter(f.col("why").isNotNull()), fmt("%s-%s: cannot judge expansion %s adding replica %s: %s", "topic", "part", "rid", "r", "why"),
         ids("aid", "fid", "hid"), verdict="unknown", topic=f.col("topic"), partition=f.col("part"), replica=f.col("r"),
     )
