@@ -60,7 +60,8 @@ def collect(checkers: Sequence[PlanChecker], frame: DataFrame, paths: Sequence[s
         return {p: {} for p in paths}
     if small:
         with single_partition_conf(frame.sparkSession):
-            got = [r for rows in _pool().map(lambda c: one_partition_job(frame, c).collect(), checkers) for r in rows]
+            got = [r for rows in _pool().map(lambda c: one_partition_job(own_rows(frame, c), c).collect(), checkers)
+                   for r in rows]
     else:
         got = _summary(anomalies(checkers, frame), ordered=True).collect()
     found: dict[tuple[str, str, str], Any] = {(r["hist"], r["checker"], r["verdict"]): r for r in got}

@@ -365,8 +365,8 @@ def test_each_plan_is_one_stage_on_run_sized_input(spark, paths) -> None:  # noq
     try:
         assert loaded.small
         with plans.single_partition_conf(spark):
-            shuffles = {c.name: plans.one_partition_job(loaded.frame, c)._jdf.queryExecution().executedPlan()
-                        .toString().count("Exchange") for c in every}
+            shuffles = {c.name: plans.one_partition_job(plans.own_rows(loaded.frame, c), c)._jdf.queryExecution()
+                        .executedPlan().toString().count("Exchange") for c in every}
     finally:
         loaded.release()
     assert shuffles == dict.fromkeys(shuffles, 0)
