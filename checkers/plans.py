@@ -10,8 +10,9 @@ and no invalid ones is ``unknown``, never valid. Every cast is null-safe (to str
 
 On large input all selected plans are unioned and collected in one Spark job (``collect``). On
 run-sized input (one in-memory partition, ``checkers.events_df``) each plan is its own job of one
-stage over its own rows (``own_rows``), built and run on a few threads at once: windows, aggregates and joins over one partition need
-no exchange, as long as every join's and union's output is made one partition again (``one``).
+stage over its own rows (``own_rows``), built and run on a few threads at once: windows, aggregates
+and joins over one partition need no exchange, as long as every join's and union's output is made
+one partition again (``one``).
 Unioning them first would re-analyse the growing union at each step, the largest part of building
 the plans (bench/check_latency.py).
 """
@@ -87,14 +88,11 @@ def own_rows(frame: DataFrame, checker: PlanChecker) -> DataFrame:
     A scan of an in-memory leaf converts every row in full, and a plan scans its input once per
     reference (bounce_handling and isr_expansion about thirty times): over a whole run's frame (70
     columns, 9,000 events) that was 1-2 s a plan; over its own rows (a few hundred events, a dozen
-    columns) it is a few milliseconds. On a cluster the frame is a columnar cache, whose scans read
-    only the columns needed: kept as it is."""
+    columns) it is a few milliseconds."""
     from pyspark.sql import functions as F
 
-    if not frame.sparkSession.sparkContext.master.startswith("local"):
-        return frame
     wanted = [c for c in columns(checker.reads) if c in frame.columns]
-    return frame.filter(F.col("f").isin(*checker.reads)).select(*wanted).localCheckpoint()
+    return _leaf(frame.filter(F.col("f").isin(*checker.reads)).select(*wanted))
 
 
 def _summary(rows: DataFrame, *, ordered: bool = False) -> DataFrame:
@@ -140,12 +138,17 @@ def one(df: DataFrame) -> DataFrame:
 def reuse(df: DataFrame) -> DataFrame:
     """``df`` computed once, when a plan reads it in more than one place (else Spark plans and runs
     the whole subtree again for each: isr_expansion's joins four times over). On run-sized input
-    with a local master it becomes a leaf of its own (``localCheckpoint``: a small job now, and every
+    it becomes a leaf of its own (``_leaf``: with a local master a small job now, and every
     later plan that reads it is that much smaller to analyse, optimise and run); otherwise ``df``
     itself, so that large input stays one job."""
-    if _ONE_PARTITION.get() and df.sparkSession.sparkContext.master.startswith("local"):
-        return df.localCheckpoint()
-    return df
+    return _leaf(df) if _ONE_PARTITION.get() else df
+
+
+def _leaf(df: DataFrame) -> DataFrame:
+    """``df`` materialised as a leaf of its own (``localCheckpoint``) with a local master; on a
+    cluster, whose executors may be taken away with the blocks, ``df`` itself (its input there is a
+    columnar cache, whose scans read only the columns needed)."""
+    return df.localCheckpoint() if df.sparkSession.sparkContext.master.startswith("local") else df
 
 
 def anomalies(checkers: Sequence[PlanChecker], frame: DataFrame) -> DataFrame:

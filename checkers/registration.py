@@ -7,11 +7,12 @@
   ``/brokers/ids/N``). A registration the observer never saw is unknown, never valid.
 - ``registration_liveness``, two forms. Timed: after the last fault heals (or the broker's last
   start; a heal with nothing to undo, ``noop``, ends no fault), every broker
-  ``run_end.live_brokers`` lists is registered within T + margin (T its session timeout) and stays so, and ZooKeeper's final snapshot agrees (the znode exists, owned by
-  that session, with that epoch). End of run: a broker whose agent's last word is a CONNECTED
-  session S or a registration, and that is up, has its final znode owned by S (KAFKA-14845: an
-  orphan session owns the znode and the broker never re-registers). Decided from the agent's own
-  order, the observer's snapshots and wall clocks only for the T + margin window.
+  ``run_end.live_brokers`` lists is registered within T + margin (T its session timeout) and stays
+  so, and ZooKeeper's final snapshot agrees (the znode exists, owned by that session, with that
+  epoch). End of run: a broker whose agent's last word is a CONNECTED session S or a registration,
+  and that is up, has its final znode owned by S (KAFKA-14845: an orphan session owns the znode and
+  the broker never re-registers). Decided from the agent's own order, the observer's snapshots and
+  wall clocks only for the T + margin window.
 """
 
 from __future__ import annotations

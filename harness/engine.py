@@ -138,7 +138,6 @@ class Engine:
         self.close()
 
     def close(self) -> None:
-        self._join_teardown()
         self._drop_cluster()
         if not self._scratch_kept:
             shutil.rmtree(self._scratch, ignore_errors=True)
@@ -164,15 +163,9 @@ class Engine:
     def _drop_cluster_in_background(self) -> None:
         """Tear the cluster down on a thread while the run merges and checks its history: stopping
         ZooKeeper, Toxiproxy and sshd takes about a second, and the check needs none of them.
-        ``run`` waits for it before it returns (on error and Ctrl-C too)."""
-        self._join_teardown()
+        ``run`` waits for it before it returns (on error and Ctrl-C too), so no other method sees it."""
         self._teardown = threading.Thread(target=self._drop_cluster, name="zkfence-teardown")
         self._teardown.start()
-
-    def _join_teardown(self) -> None:
-        if self._teardown is not None:
-            self._teardown.join()
-            self._teardown = None
 
     def _drop_cluster(self) -> None:
         if self._zk is not None:
@@ -189,7 +182,6 @@ class Engine:
                 and spec.zkproxy == "off":
             self._reset()
             return self.cluster
-        self._join_teardown()
         self._drop_cluster()
         inv = self.inv
         if spec.zk_overrides:
@@ -238,7 +230,9 @@ class Engine:
         try:
             return self._run(spec)
         finally:
-            self._join_teardown()
+            if self._teardown is not None:
+                self._teardown.join()
+                self._teardown = None
 
     def _run(self, spec: TestSpec) -> RunOutcome:
         t_start = time.monotonic()

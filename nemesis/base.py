@@ -37,7 +37,7 @@ def undid_something(details: dict[str, Any]) -> bool:
     """Whether the nemeses' heal reports show anything undone: a count above zero, a non-empty list
     (toxics, firewall tables, zkproxy rules, released hooks, restarted processes) or an error (which
     may have left something half-undone, so it counts)."""
-    return any(v not in (0, None, False) and v != [] and v != {} for k, v in details.items() if k not in PRECAUTIONS)
+    return any(v for k, v in details.items() if k not in PRECAUTIONS)
 
 
 class NemesisRunner:
