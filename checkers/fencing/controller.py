@@ -100,11 +100,11 @@ def controller_write_fencing(ev: DataFrame) -> DataFrame:
                             "v_controller_epoch", "v_op", "v_path"), f.array("id"),
                controller_epoch=f.col("v_controller_epoch"))
     el = ev.filter(f.col("f") == "controller_elected").select(
-        "hist", f.col("v_controller_epoch").alias("ce"), f.col("v_epoch_zk_version").alias("ver"), f.col("id").alias("eid")
+        f.col("hist").alias("e_hist"), f.col("v_controller_epoch").alias("ce"), f.col("v_epoch_zk_version").alias("ver"), f.col("id").alias("eid")
     )
     j = wr.filter(f.col("v_checked_version").isNotNull()).join(
-        el, (wr.hist == el.hist) & (wr.v_controller_epoch == el.ce), "inner"
-    ).filter(f.col("ver").isNotNull() & (f.col("v_checked_version") != f.col("ver"))).drop(el.hist)
+        el, (wr.hist == el.e_hist) & (wr.v_controller_epoch == el.ce), "inner"
+    ).filter(f.col("ver").isNotNull() & (f.col("v_checked_version") != f.col("ver"))).drop("e_hist")
     a2 = anom(j, fmt("write under controller epoch %s checked version %s but that epoch's version is %s",
                           "v_controller_epoch", "v_checked_version", "ver"), f.array("eid", "id"),
                controller_epoch=f.col("v_controller_epoch"))

@@ -36,14 +36,16 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"), f.col("v_partition_epoch").alias("pe"),
         f.col("v_isr").alias("isr"), f.col("v_live").alias("live"), f.col("id").alias("hid"),
     )
+    # Its own name for hist: ``hd.hist`` and ``ap.hist`` are one attribute of ``ev``, so dropping
+    # ``ap.hist`` after the left join would drop the left side's and leave unmatched rows with none.
     ap = ev.filter(f.col("f") == "alter_partition").select(
-        "hist", f.col("v_request_id").alias("a_rid"), broker().alias("a_ldr"), f.col("v_broker_epoch").alias("a_be"),
+        f.col("hist").alias("a_hist"), f.col("v_request_id").alias("a_rid"), broker().alias("a_ldr"), f.col("v_broker_epoch").alias("a_be"),
         f.col("v_topic").alias("a_topic"), f.col("v_partition").alias("a_part"), f.col("id").alias("aid"),
         f.col("v_based_on_fetch").alias("bof"),
     )
     # Request ids are unique per leader incarnation: pair on (request id, leader, leader's broker epoch).
-    j = one(hd.join(ap, (hd.hist == ap.hist) & (hd.rid == ap.a_rid) & hd.ldr.eqNullSafe(ap.a_ldr) & hd.be.eqNullSafe(ap.a_be)
-                    & hd.topic.eqNullSafe(ap.a_topic) & hd.part.eqNullSafe(ap.a_part), "left").drop(ap.hist))
+    j = one(hd.join(ap, (hd.hist == ap.a_hist) & (hd.rid == ap.a_rid) & hd.ldr.eqNullSafe(ap.a_ldr) & hd.be.eqNullSafe(ap.a_be)
+                    & hd.topic.eqNullSafe(ap.a_topic) & hd.part.eqNullSafe(ap.a_part), "left").drop("a_hist"))
     j = j.dropDuplicates(["hist", "hid"])
     ps = ev.filter(f.col("f") == "partition_state").groupBy(
         "hist", f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"), f.col("v_zk_version").alias("ver")

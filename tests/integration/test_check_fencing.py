@@ -339,6 +339,21 @@ def test_unresolvable_basis_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
     assert "no fetch event" in r["stats"]["unknown_reasons"][0]["message"], r
 
 
+def test_expansion_without_its_request_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
+    """A committed expansion whose alter_partition is missing stays unknown. The left join once dropped
+    the handled event's own ``hist`` (one attribute on both sides), so its row matched no history and
+    the checker said valid."""
+    log = EventLog(run="9m")
+    c9(log, False)
+    log.emit("agent:1", "alter_partition_handled", process=1, request_id="b2-alter-9", topic="t", partition=0,
+             leader=2, broker_epoch=E1, outcome="accepted", error_code=0, isr=[2, 3], leader_epoch=1,
+             partition_epoch=2, live={"2": E1, "3": E2})
+    p = str(log.write(tmp_path / "9m.jsonl"))
+    r = check_histories([p], spark=spark, names=["isr_expansion"])[p]["checkers"]["isr_expansion"]
+    assert r["valid"] == "unknown", r
+    assert r["stats"]["unknown_reasons"][0]["message"].endswith("no alter_partition event for the request"), r
+
+
 def test_malformed_fields_never_crash(spark, tmp_path) -> None:  # noqa: ANN001
     """Wrong-typed or null values (the 'null' -> BIGINT ANSI crash) yield null fields, not an exception."""
     log = EventLog(run="junk")
