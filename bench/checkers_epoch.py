@@ -135,7 +135,8 @@ def main() -> int:
         t0 = time.monotonic()
         res = plans.collect(PLANS, spark.read.parquet(str(out)), ["bench"], small=False)
         check = time.monotonic() - t0
-        bad = {k: v["stats"]["anomalies_total"] for k, v in res["bench"].items() if v["valid"] is not True}
+        bad = {k: v["stats"]["anomalies_total"] for k, v in res["bench"].items() if v["valid"] is False}
+        unknown = {k: v["stats"].get("unknown_total", 0) for k, v in res["bench"].items() if v["valid"] == "unknown"}
         t0 = time.monotonic()
         cols = [F.map_entries(c) if dict(ev.dtypes)[c].startswith("map") else F.col(c) for c in needed]
         scan = spark.read.parquet(str(out)).select(F.sum(F.hash(*cols)).alias("h"), F.count(F.lit(1)).alias("n")).collect()
@@ -143,7 +144,8 @@ def main() -> int:
         times[n] = check
         print(f"{n:>10,} events: generate+parse+write {gen:6.1f} s | checkers {check:6.1f} s = {n / check:>10,.0f} events/s"
               f" | I/O floor (full scan of the {len(needed)} declared columns, hash-sum + count) {floor:5.1f} s"
-              f" | checkers/floor {check / floor:4.1f}x | rows {scan[0]['n']:,} | anomalies {bad or 'none'}")
+              f" | checkers/floor {check / floor:4.1f}x | rows {scan[0]['n']:,} | anomalies {bad or 'none'}"
+              f" | unknown {unknown or 'none'}")
     if len(sizes) >= 2:
         lo, hi = sizes[0], sizes[-1]
         print(f"time ratio {hi:,}/{lo:,} events: {times[hi] / times[lo]:.2f} (size ratio {hi / lo:.0f})")
