@@ -9,7 +9,7 @@ history's times shifted and stretched by a random factor so the percentiles vary
 in a fresh process:
 
 * ``harness analyze STORE --out OUT --spark-master MASTER`` on an empty dataset (ingest + the four
-  tables, CSV + Parquet + analysis.html), and a second call (nothing new: tables only);
+  tables, CSV + Parquet + analysis.html), and a second call (nothing new: the saved tables, no Spark);
 * the plain baseline: the same run reading (``harness.analysis.runs``) and the same pairing,
   percentiles and grouping (``harness.analysis.pairing``) in one Python process, writing the same
   CSVs and page (no Parquet: the plain process has no Parquet writer).
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         same = all((base / "spark" / f"{n}.csv").read_text() == (base / "plain" / f"{n}.csv").read_text()
                    for n in ("anomaly_rate", "heal_to_registration", "op_latency", "flaky"))
         print(f"harness analyze {args.master}, empty dataset (ingest + tables): {first:7.1f}s  ratio to plain {first / base_s:5.2f}x")
-        print(f"harness analyze {args.master}, second call (tables only):       {second:7.1f}s  ratio to plain {second / base_s:5.2f}x")
+        print(f"harness analyze {args.master}, second call (nothing new):       {second:7.1f}s  ratio to plain {second / base_s:5.2f}x")
         print(f"plain Python, one process ({text.strip()} runs):                   {base_s:7.1f}s")
         print(f"target: Spark <= 0.6x plain; the four CSVs identical between the two: {same}")
     finally:

@@ -2,7 +2,9 @@
 (partitioned by test and date), then print the cross-run tables (anomaly rate per checker × toggle
 set × fault type; time from heal to re-registration per fault type; client operation latency per
 workload and op; flaky configurations) and write each as CSV and Parquet, plus analysis.html with
-plots. A corrupt or half-written run directory is skipped with a one-line warning naming it.
+plots. A corrupt or half-written run directory is skipped with a one-line warning naming it. A call
+that finds nothing new, over the dataset the saved tables were computed from, prints those tables
+and starts no Spark (``harness.analysis.stamp``).
 Exit 0, or 254 when the store does not exist."""
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from checkers.spark import get_spark
+    from harness.analysis import stamp
     from harness.analysis.dataset import append, ingested_dirs
     from harness.analysis.runs import ANALYSIS_DIR, BadRun, candidate_dirs, rows_for_run
     from harness.analysis.tables import render
@@ -47,10 +51,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else store / ANALYSIS_DIR
     console = Console()
     t0 = time.monotonic()
-    from checkers.spark import get_spark
-
-    spark = get_spark(args.spark_master)
-    done = ingested_dirs(spark, out)
+    saved = stamp.load(out, PAGE)
+    spark = None if saved is not None else get_spark(args.spark_master)
+    done = saved.runs if saved is not None else ingested_dirs(spark, out)
     rows, new, skipped = [], 0, 0
     for run_dir in candidate_dirs(store):
         if str(run_dir.resolve()) in done:
@@ -61,11 +64,17 @@ def run(args: argparse.Namespace) -> int:
         except BadRun as e:
             skipped += 1
             print(f"harness analyze: skipping {e}", file=sys.stderr)
-    parts = append(spark, out, rows)
-    tables = compute_tables(spark, out)
-    summary = (f"ingested {new} new run(s) ({parts} part file(s)), {len(done)} already in the dataset, "
-               f"{skipped} skipped; dataset {out}")
-    write_tables(spark, tables, out, summary)
+    counts = f"{len(done)} already in the dataset, {skipped} skipped; dataset {out}"
+    if saved is not None and not rows:
+        # nothing new, and the dataset is the one the tables were computed from: no Spark
+        tables, summary = saved.tables, f"ingested 0 new run(s), {counts}; tables unchanged (no Spark)"
+    else:
+        spark = spark or get_spark(args.spark_master)
+        parts = append(spark, out, rows)
+        tables = compute_tables(spark, out)
+        summary = f"ingested {new} new run(s) ({parts} part file(s)), {counts}"
+        write_tables(spark, tables, out, summary)
+        stamp.save(out, {*done, *(r.run_dir for r in rows)}, tables)
     for t in tables:
         console.print(render(t))
     console.print(f"{summary}; tables {out}/{{{','.join(t.name for t in tables)}}}.{{csv,parquet}}, "

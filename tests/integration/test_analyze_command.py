@@ -81,6 +81,38 @@ def test_analyze_incremental(tmp_path: Path, capsys, spark) -> None:  # noqa: AN
     assert not list(out.glob("_staging-*"))
 
 
+@pytest.mark.integration
+def test_nothing_new_prints_the_saved_tables_without_spark(tmp_path: Path, capsys, monkeypatch, spark) -> None:  # noqa: ANN001
+    import checkers.spark
+
+    store = tmp_path / "store"
+    shutil.copytree(STORED_RUN, store / "isolate-broker" / STORED_RUN.name)
+    assert main(["analyze", str(store)]) == 0
+    first = capsys.readouterr().out
+    out = store / "analysis"
+    written = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+
+    monkeypatch.setattr(checkers.spark, "get_spark", lambda *a, **k: pytest.fail("started Spark with nothing new"))
+    half = store / "isolate-broker" / "20261123T151500.000"
+    half.mkdir()
+    (half / "run.json").write_text("{}")
+    assert main(["analyze", str(store)]) == 0
+    text, err = capsys.readouterr()
+    assert "ingested 0 new run(s), 1 already in the dataset, 1 skipped" in text and "tables unchanged (no Spark)" in text
+    assert "skipping" in err
+    assert text.split("ingested ")[0] == first.split("ingested ")[0]  # the same tables, printed alike
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == written
+    monkeypatch.undo()
+
+    (out / "flaky.csv").unlink()  # an output gone: computed again
+    assert main(["analyze", str(store)]) == 0
+    assert "ingested 0 new run(s) (0 part file(s))" in capsys.readouterr().out and (out / "flaky.csv").exists()
+    failing_copy(store)  # a new run: ingested, and the tables show it
+    assert main(["analyze", str(store)]) == 0
+    assert "ingested 1 new run(s)" in capsys.readouterr().out
+    assert rates(out)[("registration_liveness", "reregister_on_expiry=false", "isolate")] == (1, 1)
+
+
 QUEUE_RUN = ROOT / "tests" / "data" / "store" / "isolate-broker" / "20261123T193419.839"
 
 
