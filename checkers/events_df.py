@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from checkers.checker import Reads, field_types
 from checkers.rows import check_paths
+from checkers.spark import literal_paths, read_path
 from harness.errors import UsageError
 from history import HistoryFormatError, has_torn_tail, read_records
 from history.kinds import FIELD_TYPES, TYPES
@@ -57,9 +58,9 @@ def read(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
         spark.read.schema(ENVELOPE_DDL)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", "_corrupt_record")
-        .json(list(absolute))
+        .json(literal_paths(absolute))
     )
-    file_col = F.expr("url_decode(regexp_replace(input_file_name(), '^file:(//)?', ''))")
+    file_col = read_path()
     mapping = F.create_map(*[x for kv in absolute.items() for x in (F.lit(kv[0]), F.lit(kv[1]))])
     return raw.withColumn("hist", F.coalesce(F.element_at(mapping, file_col), file_col))
 

@@ -15,13 +15,14 @@ inputs of the benches and ``harness analyze`` keep the default JVM.
 from __future__ import annotations
 
 import os
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Column, SparkSession
 
 DEFAULT_MASTER = "local[*]"
 ENV_MASTER = "HARNESS_SPARK_MASTER"
@@ -152,3 +153,19 @@ def _python() -> str:
     import sys
 
     return sys.executable
+
+
+_GLOB = re.compile(r"([\[\]{}*?\\])")
+
+
+def literal_paths(paths: Iterable[str]) -> list[str]:
+    """``paths`` for Spark's readers, which take every path as a Hadoop glob: a store under
+    ``runs [2]/`` or ``a{b}`` must be read as it is named."""
+    return [_GLOB.sub(r"\\\1", str(p)) for p in paths]
+
+
+def read_path() -> Column:
+    """The path of the file a row was read from (its URI, ``file:///x/y%20z``, as ``/x/y z``)."""
+    from pyspark.sql import functions as F
+
+    return F.url_decode(F.regexp_replace(F.input_file_name(), "^file:/*", "/"))
