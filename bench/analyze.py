@@ -129,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zkfence-bench-analyze-"))
     try:
         store = base / "store"
-        if store.exists():
-            shutil.rmtree(store)
+        for old in (store, base / "spark", base / "plain"):  # --keep DIR again: start from an empty dataset
+            shutil.rmtree(old, ignore_errors=True)
         t0 = time.monotonic()
         generate(store, args.runs)
         print(f"generated {args.runs} runs from {len(SOURCES)} stored ones in {time.monotonic() - t0:.1f}s: {store}")
