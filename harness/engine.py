@@ -40,7 +40,7 @@ from harness.components import live
 from harness.effects import Effects
 from harness.errors import RunInterrupted, exit_code_for
 from harness.inventory import Inventory
-from harness.phases import Lap, current_phase, sigterm_as_interrupt
+from harness.phases import Lap, current_phase, play_covers_spark_start, sigterm_as_interrupt
 from harness.progress import LiveLine, OpsRate, progress_line
 from harness.remote import RemoteError
 from harness.spec import ANOMALY, TestSpec
@@ -241,7 +241,8 @@ class Engine:
         run_dir = new_run_dir(self.store, spec.name)
         run_id = f"{spec.name}-{run_dir.name}"
         write_json(run_dir / "run.json", {**_run_json(spec, run_id, self.inv), "scratch": str(self._scratch)})
-        self.effects.prepare_check(self, spec)
+        if not play_covers_spark_start(spec):
+            self.effects.prepare_check(self, spec)
         events_dir = run_dir / "events"
         phases: dict[str, float] = {}
         lap = Lap(phases)
@@ -341,6 +342,7 @@ class Engine:
                                      config_overrides=overrides)
                 epochs = cluster.wait_registered(brokers, timeout=60)
             lap("setup")
+            self.effects.prepare_check(self, spec)  # unless it already started (play_covers_spark_start)
             self.say(f"[bold]run[/] {run_id}  seed={spec.seed}  brokers registered with epochs {epochs}")
             writers["harness"].emit("run_start", brokers=sorted(epochs), test=spec.name, toggles=spec.toggles,
                                     schedule=spec.schedule.name if spec.schedule else None, **spec.info)

@@ -444,3 +444,26 @@ def test_recovery_lasts_until_t_plus_margin_after_the_last_fault_ended(tmp_path:
     assert bool(heal.value.get("noop")) is stop_it
     assert (stops[-1].f == "isolate") is stop_it
     assert end.t_wall - stops[-1].t_wall >= 0.2 + 0.3 + 1.0
+
+
+def test_spark_starts_when_a_long_timed_play_begins_else_before_the_cluster(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    import harness.phases
+
+    first_call: dict[str, list[str] | None] = {}
+
+    def prepare(engine: Any, spec: TestSpec) -> None:  # what the cluster had done when Spark was asked to start
+        cluster = engine.cluster
+        first_call.setdefault(spec.name, list(cluster.calls) if cluster is not None else None)
+
+    monkeypatch.setattr(harness.phases, "SPARK_START_S", 0.3)
+    for spec in (TestSpec("short", schedule=schedule(), time_limit=0.2, recovery=False, seed=5),
+                 TestSpec("scripted", script=lambda ctx: None, time_limit=5, recovery=False, seed=5),
+                 TestSpec("long", schedule=schedule(), time_limit=0.3, recovery=False, seed=5)):
+        eng = Engine(load_inventory(), tmp_path / "store", Console(quiet=True),
+                     effects=replace(effects(FakeNemesis()), prepare_check=prepare))
+        with eng:
+            eng.run(spec)
+    assert first_call == {"short": None, "scripted": None, "long": ["start", "record_run_dir", "start_agents {}"]}
+    assert not harness.phases.play_covers_spark_start(TestSpec("s", script=lambda ctx: None, time_limit=60))
