@@ -3,7 +3,9 @@ events. Not a test.
 
 Usage: python bench/checkers_epoch.py [--sizes 1000000,10000000] [--out /tmp/zkfence-bench]
 
-The generator is Spark itself (spark.range -> events of ten kinds, value as JSON text), parsed once
+The generator is Spark itself (spark.range -> events of ten kinds, value as JSON text; every committed
+ISR expansion decidable: its request, the state before it, the fetch it names and the replica's
+registration current at commit are all there, and agree), parsed once
 with every field of the event contract (checkers.events_df.parse_all) and written as Parquet: that
 is what `harness check --parquet` keeps for cross-run work. Timed: read that Parquet, run every
 plan, collect the anomalies (one job). I/O floor: read the same Parquet and aggregate over a full
@@ -46,7 +48,9 @@ def generate(spark, n: int):  # noqa: ANN001, ANN201
         "controller_zk_write", "register", "register", "frame")]), (k + 1).cast("int"))
     typ = F.when(k == 6, "ok").when(k == 7, "invoke").when(k == 8, "ok").otherwise("event")
     epoch = i - (i % 1000)  # the broker epoch current at i (monotone)
-    part = (i / 10).cast("long") % PARTITIONS
+    decade = (i / 10).cast("long")
+    part = decade % PARTITIONS
+    version = (i / (10 * PARTITIONS)).cast("long")  # partition_state's zk_version; it commits expansions
     emap = F.create_map(b.cast("string"), epoch)
     val = F.struct(
         F.when(k.isin(0, 1), i - k).alias("request_id"),
@@ -59,20 +63,24 @@ def generate(spark, n: int):  # noqa: ANN001, ANN201
         F.when(k == 1, F.lit("applied")).alias("outcome"),
         F.when(k.isin(2, 3, 4, 5), F.lit("t")).alias("topic"),
         F.when(k.isin(2, 3, 4, 5), part).alias("partition"),
-        F.when(k == 2, F.lit(1)).alias("leader"),
-        F.when(k == 2, (i / (10 * PARTITIONS)).cast("long")).alias("leader_epoch"),
-        F.when(k == 2, (i / (10 * PARTITIONS)).cast("long")).alias("zk_version"),
-        F.when(k == 2, F.array(F.lit(1), F.lit(2))).alias("isr"),
+        F.when(k == 2, F.lit(1)).when(k == 5, b).alias("leader"),
+        F.when(k == 2, version).alias("leader_epoch"),
+        F.when(k == 2, version).alias("zk_version"),
+        F.when(k == 2, F.array(F.lit(1), F.lit(2))).when(k == 5, F.array_distinct(F.array(F.lit(1), F.lit(2), b)))
+        .alias("isr"),
+        F.when(k == 5, version).alias("partition_epoch"),
         F.when(k.isin(2, 6, 9), i).alias("zxid"),
         F.when(k == 3, b).alias("replica"),
-        F.when(k == 3, epoch).alias("replica_epoch"),
-        F.when(k == 4, F.create_map(b.cast("string"), F.concat(F.lit("f"), (i - 1).cast("string")))).alias("based_on_fetch"),
+        F.when(k == 3, i - 45).alias("replica_epoch"),  # b's registration (k == 8) five decades back
+        F.when(k == 4, F.create_map(b.cast("string"), F.concat(F.lit("agent:"), b.cast("string"), F.lit("/"),
+                                                              (i - 1).cast("string")))).alias("based_on_fetch"),
         F.when(k == 4, F.array(F.struct(b.alias("id"), epoch.alias("epoch")))).alias("new_isr_with_epochs"),
         F.when(k == 3, F.concat(F.lit("f"), i.cast("string")))
         .when(k == 4, F.concat(F.lit("a"), i.cast("string")))
         .when(k == 5, F.concat(F.lit("a"), (i - 1).cast("string"))).alias("rid"),
         F.when(k == 5, F.create_map(((((i - 1) / 10).cast("long") % BROKERS) + 1).cast("string"), epoch)).alias("live"),
-        F.when(k == 5, F.lit(0)).alias("error_code"),
+        # the first round of a partition's states has no earlier one: those expansions are rejected
+        F.when(k == 5, F.when(version == 0, F.lit(1)).otherwise(F.lit(0))).alias("error_code"),
         F.when(k == 6, F.lit(0)).alias("checked_version"),
         F.when(k.isin(7, 8), b).alias("broker_id"),
         F.when(k == 8, i).alias("epoch"),

@@ -26,7 +26,7 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     the commit's zxid (the committed ``partition_state``), else the controller's ``live`` map at
     commit. ``new_isr_with_epochs`` is not used: in ZK mode every entry is -1. Anything that cannot be
     resolved (no request, no previous state, no fetch, epoch -1 or missing) is unknown, not valid."""
-    f = F()
+    f, win = F(), W()
     hd = ev.filter(
         (f.col("f") == "alter_partition_handled")
         & (f.col("v_outcome").isin("accepted", "applied", "committed", "ok")
@@ -72,10 +72,17 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     ).unionByName(ev.filter((f.col("f") == "broker_znode") & f.coalesce("v_exists", f.lit(False))).select(
         "hist", f.col("v_broker_id").alias("r"), f.col("v_czxid").alias("re")
     ))).filter(f.col("re").isNotNull()).distinct()
+    # r's largest registration epoch below the commit's zxid, as an as-of lookup: one ordering of the
+    # registrations and the commits per (history, replica), where a join on the replica alone pairs
+    # every commit with every registration (quadratic in a long history's registrations).
+    asks = j.filter(f.col("czx").isNotNull()).select("hist", "hid", "r", f.col("czx").alias("at"),
+                                                     f.lit(None).cast("long").alias("re"), f.lit(0).alias("side"))
+    regs = reg.select("hist", f.lit(None).cast("string").alias("hid"), "r", f.col("re").alias("at"), "re",
+                      f.lit(1).alias("side"))  # after a commit at the same zxid: strictly below it
+    upto = win.partitionBy("hist", "r").orderBy("at", "side").rowsBetween(win.unboundedPreceding, win.currentRow)
     cur_reg = (
-        one(j.select("hist", "hid", "r", "czx").join(reg, ["hist", "r"]))
-        .filter(f.col("czx").isNotNull() & (f.col("re") < f.col("czx")))
-        .groupBy("hist", "hid", "r").agg(f.max("re").alias("reg_e"))
+        one(asks.distinct().unionByName(regs)).withColumn("reg_e", f.max("re").over(upto))
+        .filter(f.col("side") == 0).select("hist", "hid", "r", "reg_e")
     )
     j = (
         one(one(j.join(fe, ["hist", "frid"], "left")).join(cur_reg, ["hist", "hid", "r"], "left"))
