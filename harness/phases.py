@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from harness.spec import TestSpec
 
 # Starting the Spark JVM and warming it up (~18 s, CPU-bound) while the cluster comes up slows the
-# setup on a small machine: `make run`'s setup took 8.1-8.8 s that way and 5.3-5.5 s with Spark
-# started as the play began, whose 20 s still covered it (check 12.4-12.9 s -> 11.4-11.6 s).
+# setup on a small machine: `make run`'s setup took 8.1-8.8 s that way and 5.0-5.1 s with Spark
+# started as the play began, whose 20 s still covered it (check 12.4-12.9 s -> 11.3-12.0 s).
 SPARK_START_S = 15.0
 
 
