@@ -135,6 +135,21 @@ def one(df: DataFrame) -> DataFrame:
     return df.coalesce(1) if _ONE_PARTITION.get() else df
 
 
+def cluster(df: DataFrame, *keys: str) -> DataFrame:
+    """``df`` hash-partitioned by ``keys``, so that every window, aggregate and join that follows on a
+    superset of them needs no exchange of its own (Spark takes a partitioning by a subset of its
+    clustering keys); on run-sized input ``one(df)``. Several kinds unioned and clustered once
+    replace a join per pair of them: one exchange, where each join shuffled both of its sides."""
+    return one(df) if _ONE_PARTITION.get() else df.repartition(*keys)
+
+
+def few(df: DataFrame) -> DataFrame:
+    """``df``, the side of a join expected to hold a handful of rows (the suspects a cheap aggregate
+    left), broadcast on large input so that the other side is probed where it is read, not shuffled;
+    on run-sized input ``df`` itself (a broadcast is a job of its own)."""
+    return df if _ONE_PARTITION.get() else F().broadcast(df)
+
+
 def reuse(df: DataFrame) -> DataFrame:
     """``df`` computed once, when a plan reads it in more than one place (else Spark plans and runs
     the whole subtree again for each: isr_expansion's joins four times over). On run-sized input

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checkers.plans import F, PlanChecker, W, anom, broker, fmt, ids, one, reuse
+from checkers.plans import F, PlanChecker, W, anom, broker, few, fmt, ids, one, reuse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -28,17 +28,25 @@ def single_registrant(ev: DataFrame) -> DataFrame:
                      & (f.col("v_owner") != f.col("v_session_id")))
     a1 = anom(owner, fmt("broker %s claims registration under session %s but the znode is owned by %s",
                               "b", "v_session_id", "v_owner"), f.array("id"), broker=f.col("b"))
+    # Two sessions claim one epoch when its smallest and largest session differ: a cheap aggregate over
+    # every claim; only the claims of such epochs are collected, to name their sessions and events.
+    shared = (
+        r.groupBy("hist", "b", "v_epoch").agg(f.min("v_session_id").alias("lo"), f.max("v_session_id").alias("hi"))
+        .filter(f.col("lo") < f.col("hi"))
+        .select(f.col("hist").alias("d_hist"), f.col("b").alias("d_b"), f.col("v_epoch").alias("d_epoch"))
+    )
     dup = (
-        r.groupBy("hist", "b", "v_epoch")
-        .agg(f.countDistinct("v_session_id").alias("n"), f.sort_array(f.collect_set("id")).alias("ids"))
-        .filter(f.col("n") > 1)
+        one(r.join(few(shared), (r.hist == shared.d_hist) & r.b.eqNullSafe(shared.d_b)
+                   & r.v_epoch.eqNullSafe(shared.d_epoch), "left_semi"))
+        .groupBy("hist", "b", "v_epoch")
+        .agg(f.size(f.collect_set("v_session_id")).alias("n"), f.sort_array(f.collect_set("id")).alias("ids"))
     )
     a2 = anom(dup, fmt("broker %s: %s sessions claim the same epoch %s", "b", "n", "v_epoch"),
                f.slice("ids", 1, 20), broker=f.col("b"), epoch=f.col("v_epoch"))
     obs = ev.filter((f.col("f") == "broker_znode") & f.col("v_exists") & f.col("v_owner").isNotNull()).select(
         "hist", "id", f.col("v_broker_id").alias("b"), f.col("v_czxid").alias("cz"), f.col("v_owner").alias("ow")
     )
-    claims = r.select("hist", "b", f.col("v_epoch").alias("cz"), f.col("v_session_id").alias("ow")).distinct()
+    claims = r.select("hist", "b", f.col("v_epoch").alias("cz"), f.col("v_session_id").alias("ow"))
     unclaimed = obs.join(claims, ["hist", "b", "cz", "ow"], "left_anti")
     agents = r.select("hist").distinct()  # only judge histories whose agents report registrations
     unclaimed = unclaimed.join(agents, "hist", "left_semi")

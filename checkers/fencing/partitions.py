@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checkers.plans import F, PlanChecker, W, anom, broker, fmt, ids, one, reuse
+from checkers.plans import F, PlanChecker, W, anom, broker, cluster, fmt, ids, one
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 
 # 9 --------------------------------------------------------------------------------------------------
@@ -27,66 +27,94 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     commit. ``new_isr_with_epochs`` is not used: in ZK mode every entry is -1. Anything that cannot be
     resolved (no request, no previous state, no fetch, epoch -1 or missing) is unknown, not valid."""
     f, win = F(), W()
+    # The three kinds placed per partition, clustered once: a handled expansion finds its request
+    # and the states around it in windows over that one exchange, not in joins that each shuffle
+    # both sides. ``key``: a handled event's partition epoch, a state's zk_version.
     hd = ev.filter(
         (f.col("f") == "alter_partition_handled")
         & (f.col("v_outcome").isin("accepted", "applied", "committed", "ok")
            | (f.col("v_outcome").isNull() & (f.col("v_error_code") == 0)))
     ).select(
-        "hist", f.col("v_request_id").alias("rid"), f.col("v_leader").alias("ldr"), f.col("v_broker_epoch").alias("be"),
-        f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"), f.col("v_partition_epoch").alias("pe"),
-        f.col("v_isr").alias("isr"), f.col("v_live").alias("live"), f.col("id").alias("hid"),
+        "hist", "idx", f.lit("h").alias("side"), f.col("v_request_id").alias("rid"), f.col("v_leader").alias("ldr"),
+        f.col("v_broker_epoch").alias("be"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
+        f.col("v_partition_epoch").alias("pe"), f.col("v_partition_epoch").alias("key"), f.col("v_isr").alias("isr"),
+        f.col("v_live").alias("live"), f.col("id").alias("hid"),
     )
-    # Its own name for hist: ``hd.hist`` and ``ap.hist`` are one attribute of ``ev``, so dropping
-    # ``ap.hist`` after the left join would drop the left side's and leave unmatched rows with none.
     ap = ev.filter(f.col("f") == "alter_partition").select(
-        f.col("hist").alias("a_hist"), f.col("v_request_id").alias("a_rid"), broker().alias("a_ldr"), f.col("v_broker_epoch").alias("a_be"),
-        f.col("v_topic").alias("a_topic"), f.col("v_partition").alias("a_part"), f.col("id").alias("aid"),
-        f.col("v_based_on_fetch").alias("bof"),
+        "hist", "idx", f.lit("a").alias("side"), f.col("v_request_id").alias("rid"), broker().alias("ldr"),
+        f.col("v_broker_epoch").alias("be"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
+        f.col("id").alias("aid"), f.col("v_based_on_fetch").alias("bof"),
     )
-    # Request ids are unique per leader incarnation: pair on (request id, leader, leader's broker epoch).
-    j = one(hd.join(ap, (hd.hist == ap.a_hist) & (hd.rid == ap.a_rid) & hd.ldr.eqNullSafe(ap.a_ldr) & hd.be.eqNullSafe(ap.a_be)
-                    & hd.topic.eqNullSafe(ap.a_topic) & hd.part.eqNullSafe(ap.a_part), "left").drop("a_hist"))
-    j = j.dropDuplicates(["hist", "hid"])
-    ps = ev.filter(f.col("f") == "partition_state").groupBy(
-        "hist", f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"), f.col("v_zk_version").alias("ver")
-    ).agg(f.max_by("v_isr", "idx").alias("s_isr"), f.max("v_zxid").alias("s_zxid"), f.max_by("id", "idx").alias("s_id"))
-    prev = ps.select("hist", "topic", "part", (f.col("ver") + 1).alias("pe"), f.col("s_isr").alias("prev_isr"))
-    com = ps.select("hist", "topic", "part", f.col("ver").alias("pe"), f.col("s_zxid").alias("czx"), f.col("s_id").alias("sid"))
-    j = reuse(one(one(j.join(prev, ["hist", "topic", "part", "pe"], "left")).join(com, ["hist", "topic", "part", "pe"], "left")))
-    # Handled events we cannot place (no ISR, no previous state) are unknown: the added set is unknowable.
-    undecided = j.filter(f.col("isr").isNull() | f.col("prev_isr").isNull())
-    u1 = anom(undecided, fmt("%s-%s: cannot tell which replicas the committed expansion %s added (committed ISR %s, no state "
-             "before partition epoch %s in the history)", "topic", "part", "rid", f.array_join("isr", ","), "pe"),
-        ids("hid"), verdict="unknown", topic=f.col("topic"), partition=f.col("part"),
+    ps = ev.filter(f.col("f") == "partition_state").select(
+        "hist", "idx", f.lit("s").alias("side"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
+        f.col("v_zk_version").alias("key"), f.col("v_isr").alias("s_isr"), f.col("v_zxid").alias("s_zxid"),
+        f.col("id").alias("s_id"),
     )
-    j = j.filter(f.col("isr").isNotNull() & f.col("prev_isr").isNotNull()).withColumn(
-        "r", f.explode(f.array_except("isr", "prev_isr"))
-    ).withColumn("frid", f.try_element_at(f.coalesce("bof", f.create_map().cast("map<string,string>")),
-                                      f.col("r").cast("string")))
+    placed = cluster(hd.unionByName(ap, allowMissingColumns=True).unionByName(ps, allowMissingColumns=True),
+                     "hist", "topic", "part")
+
+    def of(side: str, col: str) -> Column:
+        return f.when(f.col("side") == side, f.col(col))
+
+    # Request ids are unique per leader incarnation: pair on (request id, leader, leader's broker
+    # epoch) within the partition; a null request id pairs with nothing.
+    request = win.partitionBy("hist", "topic", "part", "rid", "ldr", "be")
+    paired = f.col("rid").isNotNull()
+    # The state before the commit has version partition_epoch - 1 and the commit's, partition_epoch
+    # (the last of several reports of one version by merged-history position).
+    version = win.partitionBy("hist", "topic", "part").orderBy("key")
+    before, at = version.rangeBetween(-1, -1), version.rangeBetween(0, 0)
+    placeable = f.col("topic").isNotNull() & f.col("part").isNotNull() & f.col("key").isNotNull()
+    j = placed.select(
+        "*",
+        f.when(paired, f.max(of("a", "aid")).over(request)).alias("req"),
+        f.when(paired, f.max_by(of("a", "bof"), of("a", "aid")).over(request)).alias("req_bof"),
+        f.when(placeable, f.max_by(of("s", "s_isr"), of("s", "idx")).over(before)).alias("prev_isr"),
+        f.when(placeable, f.max(of("s", "s_zxid")).over(at)).alias("czx"),
+        f.when(placeable, f.max_by(of("s", "s_id"), of("s", "idx")).over(at)).alias("sid"),
+    ).filter(f.col("side") == "h").select(
+        "hist", "hid", "rid", "topic", "part", "pe", "isr", "live", f.col("req").alias("aid"), f.col("req_bof").alias("bof"),
+        "prev_isr", "czx", "sid",
+    )
+    # Handled events we cannot place (no ISR, no previous state) are unknown: the added set is
+    # unknowable. They go on as one row without a replica, so every verdict comes from one stream.
+    undecided = f.col("isr").isNull() | f.col("prev_isr").isNull()
+    j = j.withColumn("undecided", undecided).withColumn(
+        "r", f.explode(f.when(undecided, f.array(f.lit(None).cast("int"))).otherwise(f.array_except("isr", "prev_isr")))
+    ).select(  # what the lookups below need of the maps and arrays, so that less is shuffled
+        "hist", "hid", "rid", "topic", "part", "pe", "aid", "czx", "sid", "undecided", "r",
+        f.when(undecided, f.array_join("isr", ",")).alias("isr_text"), f.try_element_at("live", f.col("r").cast("string")).alias("live_r"),
+        f.try_element_at(f.coalesce("bof", f.create_map().cast("map<string,string>")), f.col("r").cast("string")).alias("frid"),
+    )
+    # The fetch based_on_fetch names, by its event id.
     fe = ev.filter(f.col("f") == "fetch").select(
-        "hist", f.col("id").alias("frid"), f.col("id").alias("fid"), f.col("v_replica").alias("fr"),
-        f.col("v_replica_epoch").alias("fepoch"),
+        "hist", f.col("id").alias("frid"), f.col("id").alias("f_id"), f.col("v_replica").alias("f_r"),
+        f.col("v_replica_epoch").alias("f_epoch"),
     )
+    fetch = win.partitionBy("hist", "frid")
+    named = f.col("frid").isNotNull() & f.col("hid").isNotNull()
+    j = one(j.unionByName(fe, allowMissingColumns=True)).select(
+        "*",
+        f.when(named, f.max("f_id").over(fetch)).alias("fid"),
+        f.when(named, f.max_by("f_r", "f_id").over(fetch)).alias("fr"),
+        f.when(named, f.max_by("f_epoch", "f_id").over(fetch)).alias("fepoch"),
+    ).filter(f.col("hid").isNotNull()).drop("f_id", "f_r", "f_epoch")
+    # r's largest registration epoch below the commit's zxid, as an as-of lookup: one ordering of the
+    # registrations and the commits per (history, replica), a registration at the commit's own zxid
+    # after it (strictly below).
     reg = one(ev.filter((f.col("f") == "register") & (f.col("type") == "ok")).select(
         "hist", broker().alias("r"), f.col("v_epoch").alias("re")
     ).unionByName(ev.filter((f.col("f") == "broker_znode") & f.coalesce("v_exists", f.lit(False))).select(
         "hist", f.col("v_broker_id").alias("r"), f.col("v_czxid").alias("re")
-    ))).filter(f.col("re").isNotNull()).distinct()
-    # r's largest registration epoch below the commit's zxid, as an as-of lookup: one ordering of the
-    # registrations and the commits per (history, replica), where a join on the replica alone pairs
-    # every commit with every registration (quadratic in a long history's registrations).
-    asks = j.filter(f.col("czx").isNotNull()).select("hist", "hid", "r", f.col("czx").alias("at"),
-                                                     f.lit(None).cast("long").alias("re"), f.lit(0).alias("side"))
-    regs = reg.select("hist", f.lit(None).cast("string").alias("hid"), "r", f.col("re").alias("at"), "re",
-                      f.lit(1).alias("side"))  # after a commit at the same zxid: strictly below it
-    upto = win.partitionBy("hist", "r").orderBy("at", "side").rowsBetween(win.unboundedPreceding, win.currentRow)
-    cur_reg = (
-        one(asks.distinct().unionByName(regs)).withColumn("reg_e", f.max("re").over(upto))
-        .filter(f.col("side") == 0).select("hist", "hid", "r", "reg_e")
-    )
+    ))).filter(f.col("re").isNotNull() & f.col("r").isNotNull()).select("hist", "r", "re", f.col("re").alias("at"),
+                                                                           f.lit(1).alias("order"))
+    asks = j.withColumn("at", f.when(~f.col("undecided"), f.col("czx"))).withColumn("order", f.lit(0))
+    upto = win.partitionBy("hist", "r").orderBy("at", "order").rowsBetween(win.unboundedPreceding, win.currentRow)
     j = (
-        one(one(j.join(fe, ["hist", "frid"], "left")).join(cur_reg, ["hist", "hid", "r"], "left"))
-        .withColumn("cur", f.coalesce("reg_e", f.try_element_at("live", f.col("r").cast("string"))))
+        one(asks.unionByName(reg, allowMissingColumns=True))
+        .withColumn("reg_e", f.when(f.col("at").isNotNull(), f.max("re").over(upto)))
+        .filter(f.col("order") == 0)
+        .withColumn("cur", f.coalesce("reg_e", "live_r"))
         .withColumn("basis", f.when(f.col("reg_e").isNotNull(), f.lit("registration current at the commit's zxid"))
                     .otherwise(f.lit("controller's live epoch at commit")))
     )
@@ -98,17 +126,23 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         .when(f.col("fepoch").isNull() | (f.col("fepoch") == -1), f.lit("the fetch carries no replica_epoch"))
         .when(f.col("cur").isNull(), f.lit("no registration of the replica is known at commit"))
     )
-    j = reuse(j.withColumn("why", why))
-    u2 = anom(j.filter(f.col("why").isNotNull()), fmt("%s-%s: cannot judge expansion %s adding replica %s: %s", "topic", "part", "rid", "r", "why"),
-        ids("aid", "fid", "hid"), verdict="unknown", topic=f.col("topic"), partition=f.col("part"), replica=f.col("r"),
+    j = j.withColumn("why", why)
+    judged = j.filter(f.col("undecided") | f.col("why").isNotNull() | (f.col("fepoch") != f.col("cur")))
+    message = (
+        f.when(f.col("undecided"), fmt(
+            "%s-%s: cannot tell which replicas the committed expansion %s added (committed ISR %s, no state "
+            "before partition epoch %s in the history)", "topic", "part", "rid", "isr_text", "pe"))
+        .when(f.col("why").isNotNull(), fmt("%s-%s: cannot judge expansion %s adding replica %s: %s",
+                                            "topic", "part", "rid", "r", "why"))
+        .otherwise(fmt("%s-%s: committed ISR expansion %s added replica %s on a fetch by its incarnation with epoch "
+                       "%s, but its epoch at commit was %s (%s): a stale incarnation entered the ISR",
+                       "topic", "part", "rid", "r", "fepoch", "cur", "basis"))
     )
-    bad = j.filter(f.col("why").isNull() & (f.col("fepoch") != f.col("cur")))
-    a1 = anom(bad, fmt("%s-%s: committed ISR expansion %s added replica %s on a fetch by its incarnation with epoch %s, "
-             "but its epoch at commit was %s (%s): a stale incarnation entered the ISR",
-             "topic", "part", "rid", "r", "fepoch", "cur", "basis"),
-        ids("aid", "fid", "hid", "sid"), topic=f.col("topic"), partition=f.col("part"), replica=f.col("r"),
-    )
-    return a1.unionByName(u1).unionByName(u2)
+    return anom(judged, message,
+                f.when(f.col("undecided"), ids("hid")).when(f.col("why").isNotNull(), ids("aid", "fid", "hid"))
+                .otherwise(ids("aid", "fid", "hid", "sid")),
+                verdict=f.when(f.col("undecided") | f.col("why").isNotNull(), f.lit("unknown")).otherwise(f.lit("invalid")),
+                topic=f.col("topic"), partition=f.col("part"), replica=f.col("r"))
 
 
 # 10 -------------------------------------------------------------------------------------------------

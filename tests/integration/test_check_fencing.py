@@ -52,6 +52,18 @@ def c2(log: EventLog, bad: bool) -> None:
     registered(log, owner=S2 if bad else S1)
 
 
+def c2b(log: EventLog, bad: bool) -> None:
+    """A second session claims broker 1: with a new epoch (a re-registration) or with the first
+    claim's own epoch (two registrants of one znode)."""
+    registered(log)
+    log.emit("agent:1", "session", process=1, state="expired", session_id=S1)
+    log.emit("agent:1", "session", process=1, state="connected", session_id=S2)
+    log.emit("agent:1", "register", "invoke", 1, broker_id=1, attempt=2, mode="3x", session_id=S2)
+    epoch = E1 if bad else E2
+    log.emit("agent:1", "register", "ok", 1, broker_id=1, epoch=epoch, czxid=epoch, session_id=S2,
+             recorded_session=None, owner=S2, path_existed=False)
+
+
 def c3(log: EventLog, bad: bool) -> None:
     registered(log)
     log.t += 10  # past T + margin after the agent started: the timed form decides too
@@ -261,7 +273,7 @@ def reg(log: EventLog, bad: bool) -> None:
 
 INFORMATIONAL = {"queue_unseen"}
 CASES: dict[str, tuple[str, Callable[[EventLog, bool], None]]] = {
-    "1": ("registration_epochs", c1), "2": ("single_registrant", c2), "3": ("registration_liveness", c3),
+    "1": ("registration_epochs", c1), "2": ("single_registrant", c2), "2b": ("single_registrant", c2b), "3": ("registration_liveness", c3),
     "4": ("control_request_epochs", c4), "4b": ("control_request_epochs", c4b), "5": ("controller_epochs", c5), "6": ("controller_write_fencing", c6),
     "7": ("bounce_handling", c7), "7b": ("bounce_handling", c7b), "8": ("controlled_shutdown_epochs", c8), "9": ("isr_expansion", c9),
     "10": ("partition_states", c10), "10b": ("partition_states", c10b), "11": ("max_broker_epoch", c11),
@@ -324,6 +336,14 @@ def test_invariant(verdicts, alone, case: str, bad: bool) -> None:  # noqa: ANN0
     assert list(projected["checkers"]) == [name]
     assert projected["checkers"][name] == res["checkers"][name]
     assert projected["anomalies"] == mine
+
+
+def test_two_registrants_of_one_epoch_are_named(verdicts) -> None:  # noqa: ANN001
+    """Both claims are cited: the plan finds the epoch by its smallest and largest session, then
+    collects that epoch's claims."""
+    mine = [a for a in verdicts[("2b", True)]["anomalies"] if a["checker"] == "single_registrant"]
+    assert len(mine) == 1 and "2 sessions claim the same epoch" in mine[0]["message"], mine
+    assert len(mine[0]["event_ids"]) == 2, mine
 
 
 def test_every_checker_is_covered() -> None:
