@@ -136,10 +136,11 @@ def one(df: DataFrame) -> DataFrame:
 
 
 def cluster(df: DataFrame, *keys: str) -> DataFrame:
-    """``df`` hash-partitioned by ``keys``, so that every window, aggregate and join that follows on a
-    superset of them needs no exchange of its own (Spark takes a partitioning by a subset of its
-    clustering keys); on run-sized input ``one(df)``. Several kinds unioned and clustered once
-    replace a join per pair of them: one exchange, where each join shuffled both of its sides."""
+    """``df`` hash-partitioned by ``keys``, so that every window and aggregate that follows on a
+    superset of them needs no exchange of its own (Spark takes a partitioning by a subset of their
+    clustering keys; a join still wants all of its keys); on run-sized input ``one(df)``. Several
+    kinds unioned, clustered once and paired by windows replace a join per pair of them: one
+    exchange, where each join shuffled both of its sides."""
     return one(df) if _ONE_PARTITION.get() else df.repartition(*keys)
 
 
