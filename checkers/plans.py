@@ -153,7 +153,7 @@ def few(df: DataFrame) -> DataFrame:
 
 def reuse(df: DataFrame) -> DataFrame:
     """``df`` computed once, when a plan reads it in more than one place (else Spark plans and runs
-    the whole subtree again for each: isr_expansion's joins four times over). On run-sized input
+    the whole subtree again for each: bounce_handling's registrations). On run-sized input
     it becomes a leaf of its own (``_leaf``: with a local master a small job now, and every
     later plan that reads it is that much smaller to analyse, optimise and run); otherwise ``df``
     itself, so that large input stays one job."""

@@ -101,18 +101,19 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     ).filter(f.col("hid").isNotNull()).drop("f_id", "f_r", "f_epoch")
     # r's largest registration epoch below the commit's zxid, as an as-of lookup: one ordering of the
     # registrations and the commits per (history, replica), a registration at the commit's own zxid
-    # after it (strictly below).
+    # after it (strictly below). A commit without a zxid sorts before every registration: none is
+    # current; an undecided row has no replica, so no registration at all.
     reg = one(ev.filter((f.col("f") == "register") & (f.col("type") == "ok")).select(
         "hist", broker().alias("r"), f.col("v_epoch").alias("re")
     ).unionByName(ev.filter((f.col("f") == "broker_znode") & f.coalesce("v_exists", f.lit(False))).select(
         "hist", f.col("v_broker_id").alias("r"), f.col("v_czxid").alias("re")
     ))).filter(f.col("re").isNotNull() & f.col("r").isNotNull()).select("hist", "r", "re", f.col("re").alias("at"),
                                                                            f.lit(1).alias("order"))
-    asks = j.withColumn("at", f.when(~f.col("undecided"), f.col("czx"))).withColumn("order", f.lit(0))
+    asks = j.withColumn("at", f.col("czx")).withColumn("order", f.lit(0))
     upto = win.partitionBy("hist", "r").orderBy("at", "order").rowsBetween(win.unboundedPreceding, win.currentRow)
     j = (
         one(asks.unionByName(reg, allowMissingColumns=True))
-        .withColumn("reg_e", f.when(f.col("at").isNotNull(), f.max("re").over(upto)))
+        .withColumn("reg_e", f.max("re").over(upto))
         .filter(f.col("order") == 0)
         .withColumn("cur", f.coalesce("reg_e", "live_r"))
         .withColumn("basis", f.when(f.col("reg_e").isNotNull(), f.lit("registration current at the commit's zxid"))
