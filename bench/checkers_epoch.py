@@ -6,8 +6,9 @@ Usage: python bench/checkers_epoch.py [--sizes 1000000,10000000] [--out /tmp/zkf
 The generator is Spark itself (spark.range -> events of ten kinds, value as JSON text; every committed
 ISR expansion decidable: its request, the state before it, the fetch it names and the replica's
 registration current at commit are all there, and agree), parsed once
-with every field of the event contract (checkers.events_df.parse_all) and written as Parquet: that
-is what `harness check --parquet` keeps for cross-run work. Timed: read that Parquet, run every
+with every field of the event contract (checkers.events_df.parse_all) and written as Parquet in the
+layout `harness check --parquet` keeps for cross-run work (checkers.events_df.write_events: a
+directory per run, rows in kind order within each file). Timed: read that Parquet, run every
 plan, collect the anomalies (one job). I/O floor: read the same Parquet and aggregate over a full
 scan of every column the plans declare they read (``Checker.reads``: a superset of what each scans;
 sum of hashes, so no metadata-only count), on the same session.
@@ -133,7 +134,7 @@ def main() -> int:
         out = Path(a.out) / f"events-{n}"
         shutil.rmtree(out, ignore_errors=True)
         t0 = time.monotonic()
-        events_df.parse_all(generate(spark, n)).write.parquet(str(out))
+        events_df.write_events(events_df.parse_all(generate(spark, n)), str(out))
         gen = time.monotonic() - t0
         ev = spark.read.parquet(str(out))
         if needed is None:

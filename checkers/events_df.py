@@ -138,9 +138,18 @@ def write_parquet(spark: SparkSession, paths: Sequence[str], out: str) -> None:
     """Append these histories' parsed events under OUT, partitioned by run (a re-check replaces a run)."""
     from pyspark.sql import functions as F
 
-    ev = parse_all(read(spark, paths).filter(~_bad()))
+    write_events(parse_all(read(spark, paths).filter(~_bad())).withColumn("run", F.coalesce("run", F.lit(""))), out)
+
+
+def write_events(ev: DataFrame, out: str) -> None:
+    """``parse_all`` rows under OUT in the ``--parquet`` layout: a directory per run, each file's rows
+    in kind (``f``) then history-position order. Every plan reads a few kinds and filters on ``f``
+    first; with the kinds in runs, Parquet's page statistics let its scan skip the pages of every
+    other kind instead of decoding them (bench/checkers_epoch.py reads this layout; docs/checking.md
+    has the figures). The writer wants its input ordered by ``run``: a prefix of this order, so this
+    sort is the only one."""
     (
-        ev.withColumn("run", F.coalesce("run", F.lit("")))
+        ev.sortWithinPartitions("run", "f", "idx")
         .write.mode("overwrite")
         .option("partitionOverwriteMode", "dynamic")
         .partitionBy("run")

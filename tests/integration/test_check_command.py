@@ -101,3 +101,27 @@ def test_store_dir_and_reference_share_one_session(tmp_path: Path, capsys, spark
     assert len([ln for ln in err.splitlines() if ln.startswith("harness check: skipping")]) == 3
     rc, _, err = run(capsys, str(tmp_path / "empty"), str(tmp_path / "gone"))
     assert rc == 254 and "none of the 2 paths" in err
+
+
+@pytest.mark.integration
+def test_parquet_keeps_each_run_in_kind_order(tmp_path: Path, capsys, spark) -> None:  # noqa: ANN001
+    """--parquet: every event of both stored runs, a directory per run, each file's rows in kind then
+    history-position order (what lets a plan's scan skip the other kinds' pages); a re-check replaces
+    its run's rows instead of adding to them."""
+    runs = sorted((Path(__file__).parent.parent / "data" / "store" / "isolate-broker").glob("2*"))
+    out = tmp_path / "events"
+    rc, _, _ = run(capsys, "--json", "--parquet", str(out), *map(str, runs))
+    assert rc == 0
+    lines = {json.loads(r.joinpath("run.json").read_text())["run_id"]:
+             sum(1 for ln in (r / "history.jsonl").read_text().splitlines() if ln.strip()) for r in runs}
+    assert sorted(p.name for p in out.glob("run=*")) == sorted(f"run={k}" for k in lines)
+
+    def counts() -> dict[str, int]:
+        return {r["run"]: r["count"] for r in spark.read.parquet(str(out)).groupBy("run").count().collect()}
+
+    assert counts() == lines
+    for part in out.glob("run=*/*.parquet"):
+        got = [(r["f"], r["idx"]) for r in spark.read.parquet(str(part)).select("f", "idx").collect()]
+        assert got == sorted(got) and len({f for f, _ in got}) > 1, part
+    rc, _, _ = run(capsys, "--json", "--parquet", str(out), str(runs[0]))
+    assert rc == 0 and counts() == lines
