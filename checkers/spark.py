@@ -9,7 +9,7 @@ while the cluster is still running.
 ``quick=True`` (a run, or ``harness check`` on run-sized input) starts a local session's JVM for
 latency, not throughput (``QUICK_JVM``, ``QUICK_CONF``): on a run's history the JVM spends most of its CPU
 compiling its own code (JIT) and the plans' (codegen), not on the few thousand rows. The large
-inputs of the benches and ``harness analyze`` keep the default JVM.
+inputs of the benches and ``harness analyze`` get a local JVM for throughput (``BATCH_JVM``).
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=
 # And no Janino compilation of projections, orderings and predicates: interpreted, they evaluate a
 # run's rows in less time than compiling them takes (with QUICK_JVM, check CPU 45 -> 36 s, same load).
 QUICK_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen.wholeStage": "false"}
+# The throughput collector, not G1: a batch over millions of rows wants the least total GC work and
+# can take its pauses. bench/checkers_epoch.py at 10M events: 33.0 s with G1, 27.5 s with this
+# (docs/checking.md).
+BATCH_JVM = "-XX:+UseParallelGC"
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
@@ -51,7 +55,7 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
     A second call with a different master returns the already running session (Spark allows
     one active context per process); callers that care can compare ``spark.sparkContext.master``.
     ``quick`` applies to a local session this call creates: its JVM gets ``QUICK_JVM``, its SQL
-    settings ``QUICK_CONF``.
+    settings ``QUICK_CONF``; without it, a local session's JVM gets ``BATCH_JVM``.
     """
     with _lock:
         from pyspark.sql import SparkSession
@@ -81,7 +85,8 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
             # Past 32 paths Spark lists its input in a job of its own: harness analyze reading 1,000
             # runs' histories spent 3.9-7.5 s there, and 0.4 s listing them in the driver.
             .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
-            .config("spark.driver.extraJavaOptions", _log_opts() + (f" {QUICK_JVM}" if quick and local else ""))
+            .config("spark.driver.extraJavaOptions",
+                    _log_opts() + (f" {QUICK_JVM if quick else BATCH_JVM}" if local else ""))
         )
         if local:
             builder = (

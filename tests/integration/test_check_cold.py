@@ -43,3 +43,14 @@ def test_a_quick_local_session_runs_its_jvm_and_sql_with_the_quick_settings() ->
     args, mode, count = p.stdout.strip().splitlines()[-3:]
     assert all(flag in args for flag in QUICK_JVM.split()) and count == "3"
     assert mode == QUICK_CONF["spark.sql.codegen.factoryMode"]
+
+
+def test_a_batch_local_session_runs_the_throughput_collector() -> None:
+    """Without ``quick`` (harness analyze, large input, the benches) the local JVM gets ``BATCH_JVM``:
+    the collectors it runs are the parallel ones."""
+    probe = ("from checkers.spark import get_spark; s = get_spark('local[1]'); "
+             "print(sorted(g.getName() for g in s._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()))")
+    p = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                       check=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip().splitlines()[-1] == "['PS MarkSweep', 'PS Scavenge']"
