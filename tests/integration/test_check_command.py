@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from checkers.testing import EventLog
+from harness.analysis.runs import count_events
 from harness.cli import main
 
 GOOD = "INFO  jepsen.util - 0\t:invoke\t:write\t1\nINFO  jepsen.util - 0\t:ok\t:write\t1\n" \
@@ -112,8 +113,7 @@ def test_parquet_keeps_each_run_in_kind_order(tmp_path: Path, capsys, spark) -> 
     out = tmp_path / "events"
     rc, _, _ = run(capsys, "--json", "--parquet", str(out), *map(str, runs))
     assert rc == 0
-    lines = {json.loads(r.joinpath("run.json").read_text())["run_id"]:
-             sum(1 for ln in (r / "history.jsonl").read_text().splitlines() if ln.strip()) for r in runs}
+    lines = {json.loads(r.joinpath("run.json").read_text())["run_id"]: count_events(r / "history.jsonl") for r in runs}
     assert sorted(p.name for p in out.glob("run=*")) == sorted(f"run={k}" for k in lines)
 
     def counts() -> dict[str, int]:
