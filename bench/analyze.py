@@ -1,6 +1,7 @@
 """`harness analyze` over many stored runs on Spark vs the same aggregation in one plain Python process.
 
     python bench/analyze.py                 # 1,000 runs, local[2]
+    python bench/analyze.py --events 9000   # each run tiled to ~9,000 events, a `make run`'s size
     python bench/analyze.py --runs 200 --master 'local[*]' --keep DIR
 
 Generates N run directories from the real stored runs in ``tests/data/store/`` (each copy gets its
@@ -38,7 +39,9 @@ SOURCES = sorted((ROOT / "tests" / "data" / "store").glob("*/2*"))
 TOGGLE_SETS = ({}, {"reregister_on_expiry": False}, {"registration": "pre_2_2"}, {"broker_epoch_check": "off"})
 
 
-def generate(store: Path, n: int, seed: int = 13) -> None:
+def generate(store: Path, n: int, seed: int = 13, events: int = 0) -> None:
+    """``n`` runs; with ``events``, each history repeated end to end until it has at least that many
+    lines (the stored fixtures have 109 and 306; a `make run` writes about 9,000)."""
     rng = random.Random(seed)
     for i in range(n):
         src = SOURCES[i % len(SOURCES)]
@@ -57,11 +60,12 @@ def generate(store: Path, n: int, seed: int = 13) -> None:
         d.mkdir(parents=True)
         (d / "run.json").write_text(json.dumps(run))
         (d / "results.json").write_text(json.dumps(res))
-        (d / "history.jsonl").write_text(_perturbed(src / "history.jsonl", run["run_id"], rng))
+        (d / "history.jsonl").write_text(_perturbed(src / "history.jsonl", run["run_id"], rng, events))
 
 
-def _perturbed(history: Path, run_id: str, rng: random.Random) -> str:
+def _perturbed(history: Path, run_id: str, rng: random.Random, events: int = 0) -> str:
     lines = [json.loads(ln) for ln in history.read_text().splitlines() if ln.strip()]
+    lines = _tiled(lines, events)
     t0 = min(e["t_wall"] for e in lines)
     shift, stretch = rng.uniform(-86400, 86400), rng.uniform(0.7, 1.5)
     out = []
@@ -72,6 +76,26 @@ def _perturbed(history: Path, run_id: str, rng: random.Random) -> str:
             e["t_mono"] = int(e["t_mono"] * stretch)
         out.append(json.dumps(e, separators=(",", ":")))
     return "\n".join(out) + "\n"
+
+
+def _tiled(lines: list[dict], events: int) -> list[dict]:
+    """``lines`` followed by copies of themselves until there are ``events``: each copy later in time
+    (wall and monotonic) and in every source's ``seq`` than the one before, so it reads as the same
+    run going on."""
+    if not lines or len(lines) >= events:
+        return lines
+    wall = max(e["t_wall"] for e in lines) - min(e["t_wall"] for e in lines) + 1.0
+    monos = [e["t_mono"] for e in lines if isinstance(e.get("t_mono"), int)]
+    mono = max(monos) - min(monos) + 1_000_000_000 if monos else 0
+    seqs = max(e["seq"] for e in lines)
+    out = []
+    for k in range(-(-events // len(lines))):
+        for e in lines:
+            c = dict(e, t_wall=e["t_wall"] + k * wall, seq=e["seq"] + k * seqs)
+            if isinstance(e.get("t_mono"), int):
+                c["t_mono"] = e["t_mono"] + k * mono
+            out.append(c)
+    return out
 
 
 def plain(store: Path, out: Path) -> int:
@@ -120,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/analyze.py", description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=1000, help="stored runs to generate (default 1000)")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument("--events", type=int, default=0, metavar="N",
+                   help="repeat each stored history until it has N events (default: as stored, 109 and 306)")
     p.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (default: a temporary dir, removed)")
     p.add_argument("--plain-only", nargs=2, metavar=("STORE", "OUT"), help=argparse.SUPPRESS)  # the baseline's own process
     args = p.parse_args(argv)
@@ -132,8 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         for old in (store, base / "spark", base / "plain"):  # --keep DIR again: start from an empty dataset
             shutil.rmtree(old, ignore_errors=True)
         t0 = time.monotonic()
-        generate(store, args.runs)
-        print(f"generated {args.runs} runs from {len(SOURCES)} stored ones in {time.monotonic() - t0:.1f}s: {store}")
+        generate(store, args.runs, events=args.events)
+        lines = sum(1 for h in store.glob("*/*/history.jsonl") for _ in h.open("rb"))
+        print(f"generated {args.runs} runs ({lines:,} events) from {len(SOURCES)} stored ones in "
+              f"{time.monotonic() - t0:.1f}s: {store}")
         harness = [sys.executable, "-m", "harness.cli", "analyze", str(store), "--spark-master", args.master]
         first, _ = timed([*harness, "--out", str(base / "spark")])
         second, _ = timed([*harness, "--out", str(base / "spark")])

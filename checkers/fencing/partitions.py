@@ -25,7 +25,8 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     current at commit: the largest czxid of r (``register ok`` epochs and observer snapshots) below
     the commit's zxid (the committed ``partition_state``), else the controller's ``live`` map at
     commit. ``new_isr_with_epochs`` is not used: in ZK mode every entry is -1. Anything that cannot be
-    resolved (no request, no previous state, no fetch, epoch -1 or missing) is unknown, not valid."""
+    resolved (no request, no previous state, no fetch or an id naming several, epoch -1 or missing) is
+    unknown, not valid."""
     f, win = F(), W()
     # The three kinds placed per partition, clustered once: a handled expansion finds its request
     # and the states around it in windows over that one exchange, not in joins that each shuffle
@@ -65,10 +66,14 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     version = win.partitionBy("hist", "topic", "part").orderBy("key")
     before, at = version.rangeBetween(-1, -1), version.rangeBetween(0, 0)
     placeable = f.col("topic").isNotNull() & f.col("part").isNotNull() & f.col("key").isNotNull()
+    # The requests are paired first and their rows dropped, so that the versions' sort, the second
+    # over this exchange, orders only the handled events and the states.
     j = placed.select(
-        "*",
+        "hist", "idx", "side", "rid", "topic", "part", "pe", "key", "isr", "live", "hid", "s_isr", "s_zxid", "s_id",
         f.when(paired, f.max(of("a", "aid")).over(request)).alias("req"),
         f.when(paired, f.max_by(of("a", "bof"), of("a", "aid")).over(request)).alias("req_bof"),
+    ).filter(f.col("side") != "a").select(
+        "*",
         f.when(placeable, f.max_by(of("s", "s_isr"), of("s", "idx")).over(before)).alias("prev_isr"),
         f.when(placeable, f.max(of("s", "s_zxid")).over(at)).alias("czx"),
         f.when(placeable, f.max_by(of("s", "s_id"), of("s", "idx")).over(at)).alias("sid"),
@@ -86,19 +91,15 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         f.when(undecided, f.array_join("isr", ",")).alias("isr_text"), f.try_element_at("live", f.col("r").cast("string")).alias("live_r"),
         f.try_element_at(f.coalesce("bof", f.create_map().cast("map<string,string>")), f.col("r").cast("string")).alias("frid"),
     )
-    # The fetch based_on_fetch names, by its event id.
-    fe = ev.filter(f.col("f") == "fetch").select(
-        "hist", f.col("id").alias("frid"), f.col("id").alias("f_id"), f.col("v_replica").alias("f_r"),
-        f.col("v_replica_epoch").alias("f_epoch"),
+    # The fetch based_on_fetch names, by its event id: each id's fetches counted and hashed, then
+    # looked up by a hash join built on the expansions (few, where fetches are many), which sorts
+    # neither side. An id is one event in a well-formed history (docs/events.md); one that names
+    # several cannot say which fetch the expansion rested on.
+    fe = ev.filter(f.col("f") == "fetch").groupBy("hist", f.col("id").alias("frid")).agg(
+        f.count(f.lit(1)).alias("f_n"), f.min("v_replica").alias("fr"), f.min("v_replica_epoch").alias("fepoch"),
     )
-    fetch = win.partitionBy("hist", "frid")
-    named = f.col("frid").isNotNull() & f.col("hid").isNotNull()
-    j = one(j.unionByName(fe, allowMissingColumns=True)).select(
-        "*",
-        f.when(named, f.max("f_id").over(fetch)).alias("fid"),
-        f.when(named, f.max_by("f_r", "f_id").over(fetch)).alias("fr"),
-        f.when(named, f.max_by("f_epoch", "f_id").over(fetch)).alias("fepoch"),
-    ).filter(f.col("hid").isNotNull()).drop("f_id", "f_r", "f_epoch")
+    j = one(j.filter(f.col("hid").isNotNull()).hint("shuffle_hash").join(fe, ["hist", "frid"], "left")).withColumn(
+        "fid", f.when(f.col("f_n").isNotNull(), f.col("frid")))
     # r's largest registration epoch below the commit's zxid, as an as-of lookup: one ordering of the
     # registrations and the commits per (history, replica), a registration at the commit's own zxid
     # after it (strictly below). A commit without a zxid sorts before every registration: none is
@@ -122,7 +123,8 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     why = (
         f.when(f.col("aid").isNull(), f.lit("no alter_partition event for the request"))
         .when(f.col("frid").isNull(), f.lit("based_on_fetch names no fetch for the replica"))
-        .when(f.col("fid").isNull(), f.format_string("based_on_fetch names %s, which is no fetch event", "frid"))
+        .when(f.col("f_n").isNull(), f.format_string("based_on_fetch names %s, which is no fetch event", "frid"))
+        .when(f.col("f_n") > 1, f.format_string("based_on_fetch names %s, the id of %s fetch events", "frid", "f_n"))
         .when(~f.col("fr").eqNullSafe(f.col("r")), f.lit("the named fetch is by another replica"))
         .when(f.col("fepoch").isNull() | (f.col("fepoch") == -1), f.lit("the fetch carries no replica_epoch"))
         .when(f.col("cur").isNull(), f.lit("no registration of the replica is known at commit"))

@@ -1,8 +1,9 @@
 """The four cross-run tables, computed on Spark from the dataset (``dataset.read_checks`` /
 ``read_events``), and their outputs: a rich table, a CSV file and a Parquet directory each.
 
-Grouping and percentiles are Spark SQL; the per-run pairing of heals with registrations and of
-invokes with completions is ``pairing`` (plain Python), run once per run on the executors.
+Grouping, percentiles and the pairing of invokes with completions are Spark SQL; the per-run
+pairing of heals with registrations is ``pairing`` (plain Python), run once per run on the
+executors over the few events it reads.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from harness.analysis.pairing import Flaky, LatencyRow, Rate, RecoveryRow
 from history.ops import COMPLETIONS, NOT_CLIENTS
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Row
+    from pyspark.sql import Column, DataFrame, Row
 
 # value fields the pairing reads, parsed from each event's raw line
 _VALUE_FIELDS = ("stage", "phase", "reason")
@@ -51,20 +52,34 @@ def anomaly_rates(checks: DataFrame) -> list[Rate]:
 
 def pairing_events(events: DataFrame) -> DataFrame:
     """The events the pairing reads (nemesis ops, registrations, run_start, client ops), as the
-    columns of ``pairing.Ev`` plus ``run_dir``."""
+    columns of ``pairing.Ev`` plus ``run_dir``. The ``value`` fields only a heal is judged by are
+    parsed for the nemesis's events alone (``pairing.is_heal`` reads them of no other)."""
     from pyspark.sql import functions as F
 
-    ev = events.filter(
-        (F.col("src") == "nemesis") | ((F.col("f") == "register") & (F.col("type") == "ok"))
-        | ((F.col("src") == "harness") & (F.col("f") == "run_start"))
-        | (~F.col("src").startswith("agent:") & ~F.col("src").isin(*NOT_CLIENTS)
-           & F.col("type").isin("invoke", *COMPLETIONS)))
+    # an event without seq or t_wall is no event (docs/events.md): the plain reading skips it too
+    ev = events.filter((_recovery_events() | _client_events()) & F.col("seq").isNotNull() & F.col("t_wall").isNotNull())
+    nemesis = F.col("src") == "nemesis"
     for name in _VALUE_FIELDS:
-        ev = ev.withColumn(name, F.get_json_object("line", f"$.value.{name}"))
-    return (ev.withColumn("t_mono", F.get_json_object("line", "$.t_mono").cast("long"))
-            .withColumn("process", F.get_json_object("line", "$.process"))
-            .withColumn("instant", F.get_json_object("line", "$.value.instant").cast("boolean"))
+        ev = ev.withColumn(name, F.when(nemesis, F.get_json_object("line", f"$.value.{name}")))
+    return (ev.withColumn("instant", F.when(nemesis, F.get_json_object("line", "$.value.instant").try_cast("boolean")))
             .select("run_dir", *(f.name for f in fields(pairing.Ev))))
+
+
+def _recovery_events() -> Column:
+    """What ``pairing.recoveries`` reads: nemesis ops, registrations and the harness's run_start."""
+    from pyspark.sql import functions as F
+
+    return ((F.col("src") == "nemesis") | ((F.col("f") == "register") & (F.col("type") == "ok"))
+            | ((F.col("src") == "harness") & (F.col("f") == "run_start")))
+
+
+def _client_events() -> Column:
+    """``history.ops.is_client_event``: invokes and completions of every source but the agents and
+    the harness's own."""
+    from pyspark.sql import functions as F
+
+    return (~F.col("src").startswith("agent:") & ~F.col("src").isin(*NOT_CLIENTS)
+            & F.col("type").isin("invoke", *COMPLETIONS))
 
 
 def _per_run(events: DataFrame, fn: Callable[[list[pairing.Ev]], list[Any]]) -> Any:
@@ -80,15 +95,39 @@ def _per_run(events: DataFrame, fn: Callable[[list[pairing.Ev]], list[Any]]) -> 
 
 def recovery_times(events: DataFrame) -> list[RecoveryRow]:
     """Heal → re-registration percentiles per fault type (pairing rules: ``pairing``), from
-    ``pairing_events``."""
+    ``pairing_events``. Only the few events the pairing reads go to Python: a run's client
+    operations (thousands, where it has a dozen heals and registrations) stay in the JVM."""
     from pyspark.sql import functions as F
 
-    rdd = _per_run(events, pairing.recoveries).map(lambda kv: (kv[0], kv[1].fault, kv[1].ms))
+    rdd = _per_run(events.filter(_recovery_events()), pairing.recoveries).map(lambda kv: (kv[0], kv[1].fault, kv[1].ms))
     df = events.sparkSession.createDataFrame(rdd, "run_dir string, fault string, ms double")
     agg = df.groupBy("fault").agg(F.count("*").alias("heals"), F.count("ms").alias("paired"),
                                   F.expr(_PCT).alias("p"), F.max("ms").alias("max"))
     return sorted((RecoveryRow(r["fault"], r["heals"], r["paired"], r["heals"] - r["paired"], *_pcts(r["p"]), r["max"])
                    for r in agg.collect()), key=lambda r: r.fault)
+
+
+def op_pairs(events: DataFrame) -> DataFrame:
+    """Every client operation of ``pairing_events`` as ``(run_dir, op, outcome, ms)``: the pairing
+    of ``pairing.op_latencies`` (``history.ops.pair_operations``) as a window, so that the
+    thousands of operations of a run never leave the JVM. In one run, source and process, in ``seq``
+    order, an invoke pairs with the event right after it when that is a completion, and is ``open``
+    otherwise (another invoke, or nothing); a completion not right after an invoke (a torn history)
+    pairs with nothing."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    after = Window.partitionBy("run_dir", "src", "process").orderBy("seq")
+    ev = events.filter(_client_events()).select(
+        "run_dir", "f", "type", "t_mono", "t_wall",
+        *(F.lead(c).over(after).alias(f"next_{c}") for c in ("type", "t_mono", "t_wall")))
+    done = F.col("next_type").isin(*COMPLETIONS)
+    by_mono = F.col("t_mono").isNotNull() & F.col("next_t_mono").isNotNull()
+    ms = F.when(by_mono, (F.col("next_t_mono") - F.col("t_mono")) / 1e6).otherwise(
+        (F.col("next_t_wall") - F.col("t_wall")) * 1000.0)
+    return ev.filter(F.col("type") == "invoke").select(
+        "run_dir", F.col("f").alias("op"), F.when(done, F.col("next_type")).otherwise(F.lit("open")).alias("outcome"),
+        F.when(done, ms).alias("ms"))
 
 
 def op_latencies(events: DataFrame, checks: DataFrame) -> list[LatencyRow]:
@@ -97,9 +136,7 @@ def op_latencies(events: DataFrame, checks: DataFrame) -> list[LatencyRow]:
     from pyspark.sql import functions as F
 
     runs = checks.filter(F.col("workload") != "none").select("run_dir", "workload").distinct()
-    ev = events.join(runs.select("run_dir"), "run_dir", "left_semi")
-    rdd = _per_run(ev, pairing.op_latencies).map(lambda kv: (kv[0], kv[1].op, kv[1].outcome, kv[1].ms))
-    df = events.sparkSession.createDataFrame(rdd, "run_dir string, op string, outcome string, ms double").join(runs, "run_dir")
+    df = op_pairs(events.join(runs.select("run_dir"), "run_dir", "left_semi")).join(runs, "run_dir")
     counts = [F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in (*COMPLETIONS, "open")]
     agg = df.groupBy("workload", "op").agg(F.count("*").alias("ops"), *counts, F.expr(_PCT).alias("p"),
                                            F.max("ms").alias("max"))

@@ -233,3 +233,23 @@ def test_analysis_page_in_chromium(analysed, browser, tmp_path: Path) -> None:  
     _check_plots(browser, {f"plot-{n}" for n in ("anomaly_rate", "heal_to_registration", "op_latency", "flaky")})
     assert "time from heal to re-registration" in browser.find_element("tag name", "body").text
     _screenshot(browser, tmp_path / "analysis.png", REVIEW / "zkfence-analysis.png")
+
+
+@pytest.mark.integration
+def test_spark_pairs_operations_as_the_plain_pairing_does(spark) -> None:  # noqa: ANN001
+    """``tables.op_pairs`` (a window over each run, source and process) pairs every torn, open and
+    interleaved case of the unit test exactly as ``pairing.op_latencies`` does, in two runs at once."""
+    from dataclasses import astuple, fields
+
+    from harness.analysis.pairing import Ev, op_latencies
+    from harness.analysis.tables import op_pairs
+    from tests.unit.test_analysis_tables import TORN_OPS
+
+    schema = ", ".join(f"{f.name} {t}" for f, t in zip(fields(Ev), (
+        "string", "long", "string", "string", "double", "long", "string", "string", "string", "boolean", "string"),
+        strict=True))
+    rows = [(run, *astuple(e)) for run in ("r1", "r2") for e in TORN_OPS]
+    got = op_pairs(spark.createDataFrame(rows, f"run_dir string, {schema}")).collect()
+    want = sorted((run, o.op, o.outcome, o.ms) for run in ("r1", "r2") for o in op_latencies(TORN_OPS))
+    assert sorted((r["run_dir"], r["op"], r["outcome"], r["ms"]) for r in got) == want
+

@@ -359,6 +359,20 @@ def test_unresolvable_basis_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
     assert "no fetch event" in r["stats"]["unknown_reasons"][0]["message"], r
 
 
+def test_a_fetch_id_naming_two_events_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
+    """A malformed history where two fetch lines share the id based_on_fetch names: the plan cannot
+    tell which fetch the expansion rested on, so it says unknown and why, never picks one."""
+    log = EventLog(run="9d")
+    c9(log, False)
+    p = log.write(tmp_path / "9d.jsonl")
+    lines = p.read_text().splitlines()
+    fetch = next(ln for ln in lines if '"f":"fetch"' in ln.replace(" ", ""))
+    p.write_text("\n".join([*lines, fetch.replace(str(E2), str(E1))]) + "\n")
+    r = check_histories([str(p)], spark=spark, names=["isr_expansion"])[str(p)]["checkers"]["isr_expansion"]
+    assert r["valid"] == "unknown", r
+    assert "the id of 2 fetch events" in r["stats"]["unknown_reasons"][0]["message"], r
+
+
 def test_expansion_without_its_request_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
     """A committed expansion whose alter_partition is missing stays unknown. The left join once dropped
     the handled event's own ``hist`` (one attribute on both sides), so its row matched no history and

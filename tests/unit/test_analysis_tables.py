@@ -65,28 +65,36 @@ def test_recovery_table_percentiles_per_fault() -> None:
     assert (isolate.heals, isolate.p50_ms, isolate.p99_ms) == (1, 50.0, 50.0)
 
 
-def op(src: str, seq: int, type_: str, f: str, t: float, process: str, mono: int | None = None) -> Ev:
+def op(src: str, seq: int, type_: str, f: str, t: float, process: str | None, mono: int | None = None) -> Ev:
     return Ev(src, seq, type_, f, t, t_mono=mono, process=process)
 
 
+# every way an invoke and a completion pair, or do not (tests/integration/test_analyze_command.py runs
+# them through the Spark pairing too)
+TORN_OPS = [
+    op("client", 1, "invoke", "send", 1.0, "0", 1_000_000), op("client", 2, "invoke", "send", 1.0, "1"),
+    op("client", 3, "invoke", "poll", 1.1, "2"),
+    op("client", 4, "ok", "send", 1.2, "0", 21_000_000),  # t_mono: 20 ms
+    op("client", 5, "info", "send", 1.5, "1"),  # t_wall only: 500 ms
+    op("client", 6, "fail", "poll", 1.15, "2"),
+    op("client", 9, "invoke", "send", 4.0, "3"),  # a second invoke of the process: this one never completed
+    op("client", 10, "invoke", "poll", 4.1, "3"), op("client", 11, "ok", "poll", 4.2, "3"),
+    op("client", 7, "invoke", "final_read", 2.0, "final"),  # never completes
+    op("queue", 1, "invoke", "send", 1.0, "0"), op("queue", 2, "ok", "send", 1.01, "0"),  # own writer
+    op("agent:1", 3, "invoke", "register", 1.0, "1"), op("agent:1", 4, "ok", "register", 1.1, "1"),
+    op("client", 8, "ok", "poll", 3.0, "7"),  # completion without invoke: ignored
+    op("client", 12, "ok", "poll", 4.3, "3"),  # a second completion: its invoke is already paired, ignored
+    op("cron", 1, "invoke", "scan", 5.0, None), op("cron", 2, "ok", "scan", 5.2, None),  # no process: one key
+]
+
+
 def test_ops_pair_per_source_and_process() -> None:
-    evs = [
-        op("client", 1, "invoke", "send", 1.0, "0", 1_000_000), op("client", 2, "invoke", "send", 1.0, "1"),
-        op("client", 3, "invoke", "poll", 1.1, "2"),
-        op("client", 4, "ok", "send", 1.2, "0", 21_000_000),  # t_mono: 20 ms
-        op("client", 5, "info", "send", 1.5, "1"),  # t_wall only: 500 ms
-        op("client", 6, "fail", "poll", 1.15, "2"),
-        op("client", 9, "invoke", "send", 4.0, "3"),  # a second invoke of the process: this one never completed
-        op("client", 10, "invoke", "poll", 4.1, "3"), op("client", 11, "ok", "poll", 4.2, "3"),
-        op("client", 7, "invoke", "final_read", 2.0, "final"),  # never completes
-        op("queue", 1, "invoke", "send", 1.0, "0"), op("queue", 2, "ok", "send", 1.01, "0"),  # own writer
-        op("agent:1", 3, "invoke", "register", 1.0, "1"), op("agent:1", 4, "ok", "register", 1.1, "1"),
-        op("client", 8, "ok", "poll", 3.0, "7"),  # completion without invoke: ignored
-    ]
+    evs = TORN_OPS
     got = sorted(op_latencies(evs), key=lambda o: (o.op, o.outcome, o.ms or 0))
     rounded = [(o.op, o.outcome, None if o.ms is None else round(o.ms, 3)) for o in got]
     assert rounded == [("final_read", "open", None), ("poll", "fail", 50.0), ("poll", "ok", 100.0),
-                       ("send", "info", 500.0), ("send", "ok", 10.0), ("send", "ok", 20.0), ("send", "open", None)]
+                       ("scan", "ok", 200.0), ("send", "info", 500.0), ("send", "ok", 10.0), ("send", "ok", 20.0),
+                       ("send", "open", None)]
 
 
 def test_latency_table_skips_runs_without_workload() -> None:
