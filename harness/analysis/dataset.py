@@ -1,10 +1,14 @@
 """The Parquet dataset of checked runs: ``<out>/checks/`` (one row per run and checker) and
 ``<out>/events/`` (one row per history line), both ``test=<t>/date=<d>/part-<batch>-*.parquet``.
 
+An event row keeps its raw ``line`` and the fields the tables read, parsed once at ingest
+(``PARSED``): the tables read those columns and never parse a line again. Files written before
+those columns existed (``parsed`` null) have their lines parsed when read.
+
 Incremental: runs whose directory is already in the dataset are skipped. Safe to interrupt: a
 batch is written by Spark under ``<out>/_staging-<id>/`` (ignored by readers, names starting with
-``_``), one file per (test, date) partition, and each file is then moved into place with an atomic
-rename, events first. A run's check rows live in exactly one file, and they decide whether the run
+``_``), the check rows one file per (test, date) partition, and each file is then moved into place
+with an atomic rename, events first. A run's check rows live in exactly one file, and they decide whether the run
 is in the dataset: ``read_events`` keeps only events whose (run, batch) has check rows, so events
 moved in by an interrupted batch stay invisible and the run is ingested again next time.
 """
@@ -25,9 +29,13 @@ if TYPE_CHECKING:
 
 CHECKS = "checks"
 EVENTS = "events"
-EVENTS_SCHEMA = "run_dir string, test string, date string, batch string, line string"
-EVENTS_SCHEMA_NAMES = ("run_dir", "test", "date", "batch", "line")
-_LINE_FIELDS = ("src", "seq", "f", "type", "t_wall", "t_mono", "process")  # what read_events parses
+LINES = ("run_dir", "test", "date", "batch", "line")
+# What ingest parses out of each line (``value``'s fields: only of the nemesis's events, the heals
+# ``pairing.is_heal`` judges by them; any other event's are in ``line``).
+PARSED = ("src", "seq", "f", "type", "t_wall", "t_mono", "process", "stage", "phase", "instant", "reason")
+EVENTS_SCHEMA = ("run_dir string, test string, date string, batch string, line string, parsed boolean, src string, "
+                 "seq long, f string, type string, t_wall double, t_mono long, process string, stage string, "
+                 "phase string, instant boolean, reason string")
 SCHEMA = ("run_dir string, run_id string, test string, date string, seed long, workload string, "
           "inventory string, zk_version string, toggles string, faults string, run_valid string, "
           "events long, checker string, valid string, anomalies long, batch string")
@@ -41,9 +49,8 @@ def read_checks(spark: SparkSession, out: Path) -> DataFrame | None:
 
 
 def read_events(spark: SparkSession, out: Path) -> DataFrame | None:
-    """Events of ingested runs, with ``src``, ``seq``, ``f``, ``type``, ``t_wall``, ``t_mono`` and
-    ``process`` parsed from each line (null where a line's field is missing or not of its type: a
-    corrupt line never fails the query)."""
+    """Events of ingested runs: ``LINES`` and ``PARSED`` (a field is null where a line lacks it or
+    has it with another type: a corrupt line never fails the query)."""
     from pyspark.sql import functions as F
 
     checks, root = read_checks(spark, out), out / EVENTS
@@ -51,14 +58,25 @@ def read_events(spark: SparkSession, out: Path) -> DataFrame | None:
         return None
     ev = spark.read.schema(EVENTS_SCHEMA).parquet(*literal_paths([root])).join(
         checks.select("run_dir", "batch").distinct(), ["run_dir", "batch"], "left_semi")
-    # One parse of each line, every field as its JSON text (as get_json_object gives it). ``inline``
-    # makes the fields a generator's output: a filter on them cannot be pushed below it, where the
-    # optimizer would parse each line again for every field it tests (a parse per field and query
-    # took 113 s of 150 over 1,000 make-run-sized runs; bench/analyze.py --events).
-    fields = F.from_json("line", ", ".join(f"{name} string" for name in _LINE_FIELDS))
-    return ev.select(*EVENTS_SCHEMA_NAMES, F.inline(F.array(fields))).select(
-        *EVENTS_SCHEMA_NAMES, "src", "f", "type", "process", F.col("seq").try_cast("long").alias("seq"),
-        F.col("t_wall").try_cast("double").alias("t_wall"), F.col("t_mono").try_cast("long").alias("t_mono"))
+    fresh = ev.filter(F.col("parsed")).select(*LINES, *PARSED)
+    return fresh.unionByName(parse_lines(ev.filter(F.col("parsed").isNull()).select(*LINES)).drop("parsed"))
+
+
+def parse_lines(lines: DataFrame) -> DataFrame:
+    """``lines`` with ``parsed`` (true) and the ``PARSED`` fields of each ``line``. Each line is parsed
+    once, every field as its JSON text (as get_json_object gives it), then cast. ``inline`` makes the
+    fields a generator's output: a filter on them is then not pushed below it, where the optimizer
+    would parse each line again for every field it tests."""
+    from pyspark.sql import functions as F
+
+    top = F.from_json("line", ", ".join(f"{name} string" for name in PARSED[:7]))
+    nemesis = F.col("src") == "nemesis"
+    return lines.select(*lines.columns, F.inline(F.array(top))).select(
+        *lines.columns, F.lit(True).alias("parsed"), "src", F.col("seq").try_cast("long").alias("seq"), "f", "type",
+        F.col("t_wall").try_cast("double").alias("t_wall"), F.col("t_mono").try_cast("long").alias("t_mono"), "process",
+        *(F.when(nemesis, F.get_json_object("line", f"$.value.{name}")).alias(name) for name in ("stage", "phase")),
+        F.when(nemesis, F.get_json_object("line", "$.value.instant").try_cast("boolean")).alias("instant"),
+        F.when(nemesis, F.get_json_object("line", "$.value.reason")).alias("reason"))
 
 
 def ingested_dirs(spark: SparkSession, out: Path) -> set[str]:
@@ -75,9 +93,12 @@ def append(spark: SparkSession, out: Path, rows: list[CheckRow]) -> int:
     staging = out / f"_staging-{batch}"
     data: list[dict[str, Any]] = [{**dataclasses.asdict(r), "batch": batch} for r in rows]
     runs = {r.run_dir: r for r in rows}
-    for name, frame in ((EVENTS, history_lines(spark, runs, batch)), (CHECKS, spark.createDataFrame(data, SCHEMA))):
-        (frame.repartition("test", "date").write.mode("overwrite").partitionBy("test", "date")
-         .parquet(str(staging / name)))
+    # The check rows, one file per (test, date): a run's rows in one file, moved in by one rename.
+    # The events as each task read them (a file per task and partition): shuffling every line into
+    # one file per partition took a quarter of an ingest, and only the check rows decide visibility.
+    for name, frame in ((EVENTS, history_lines(spark, runs, batch)),
+                        (CHECKS, spark.createDataFrame(data, SCHEMA).repartition("test", "date"))):
+        frame.write.mode("overwrite").partitionBy("test", "date").parquet(str(staging / name))
     moved = 0
     for name in (EVENTS, CHECKS):
         moved = _move_parts(staging / name, out / name, batch)
@@ -86,8 +107,9 @@ def append(spark: SparkSession, out: Path, rows: list[CheckRow]) -> int:
 
 
 def history_lines(spark: SparkSession, runs: dict[str, CheckRow], batch: str) -> DataFrame:
-    """Every non-blank line of these runs' ``history.jsonl`` with its run's columns, read by Spark
-    itself: sending the lines through Python (``createDataFrame``) took a third of an ingest."""
+    """Every non-blank line of these runs' ``history.jsonl`` with its run's columns, parsed
+    (``parse_lines``), read by Spark itself: sending the lines through Python (``createDataFrame``)
+    took a third of an ingest."""
     from pyspark.sql import functions as F
 
     files = {str(Path(d) / "history.jsonl"): r for d, r in runs.items()}
@@ -95,7 +117,8 @@ def history_lines(spark: SparkSession, runs: dict[str, CheckRow], batch: str) ->
                                   "file string, run_dir string, test string, date string")
     lines = (spark.read.text(literal_paths(files)).select(read_path().alias("file"), F.col("value").alias("line"))
              .filter(F.trim("line") != ""))
-    return lines.join(F.broadcast(which), "file").select("run_dir", "test", "date", F.lit(batch).alias("batch"), "line")
+    return parse_lines(lines.join(F.broadcast(which), "file").select(
+        "run_dir", "test", "date", F.lit(batch).alias("batch"), "line"))
 
 
 def _move_parts(src: Path, dest: Path, batch: str) -> int:

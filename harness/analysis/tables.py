@@ -1,9 +1,9 @@
 """The four cross-run tables, computed on Spark from the dataset (``dataset.read_checks`` /
 ``read_events``), and their outputs: a rich table, a CSV file and a Parquet directory each.
 
-Grouping, percentiles and the pairing of invokes with completions are Spark SQL; the per-run
-pairing of heals with registrations is ``pairing`` (plain Python), run once per run on the
-executors over the few events it reads.
+Grouping, percentiles and both pairings (heals with registrations, invokes with completions) are
+Spark SQL, each the window form of its plain-Python rule in ``pairing`` (tests hold the two to the
+same pairs); no event goes through Python.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import csv
 import math
 import shutil
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,10 +22,8 @@ from harness.analysis.pairing import Flaky, LatencyRow, Rate, RecoveryRow
 from history.ops import COMPLETIONS, NOT_CLIENTS
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Row
+    from pyspark.sql import Column, DataFrame
 
-# value fields the pairing reads, parsed from each event's raw line
-_VALUE_FIELDS = ("stage", "phase", "reason")
 _PCT = "percentile(ms, array(0.5, 0.9, 0.99))"
 
 
@@ -52,17 +50,12 @@ def anomaly_rates(checks: DataFrame) -> list[Rate]:
 
 def pairing_events(events: DataFrame) -> DataFrame:
     """The events the pairing reads (nemesis ops, registrations, run_start, client ops), as the
-    columns of ``pairing.Ev`` plus ``run_dir``. The ``value`` fields only a heal is judged by are
-    parsed for the nemesis's events alone (``pairing.is_heal`` reads them of no other)."""
+    columns of ``pairing.Ev`` plus ``run_dir``."""
     from pyspark.sql import functions as F
 
     # an event without seq or t_wall is no event (docs/events.md): the plain reading skips it too
-    ev = events.filter((_recovery_events() | _client_events()) & F.col("seq").isNotNull() & F.col("t_wall").isNotNull())
-    nemesis = F.col("src") == "nemesis"
-    for name in _VALUE_FIELDS:
-        ev = ev.withColumn(name, F.when(nemesis, F.get_json_object("line", f"$.value.{name}")))
-    return (ev.withColumn("instant", F.when(nemesis, F.get_json_object("line", "$.value.instant").try_cast("boolean")))
-            .select("run_dir", *(f.name for f in fields(pairing.Ev))))
+    return events.filter((_recovery_events() | _client_events()) & F.col("seq").isNotNull()
+                         & F.col("t_wall").isNotNull()).select("run_dir", *(f.name for f in fields(pairing.Ev)))
 
 
 def _recovery_events() -> Column:
@@ -82,27 +75,41 @@ def _client_events() -> Column:
             & F.col("type").isin("invoke", *COMPLETIONS))
 
 
-def _per_run(events: DataFrame, fn: Callable[[list[pairing.Ev]], list[Any]]) -> Any:
-    """``fn`` applied to each run's events on the executors: an RDD of ``(run_dir, result)``."""
-    names = [f.name for f in fields(pairing.Ev)]
+def recovery_pairs(events: DataFrame) -> DataFrame:
+    """Every heal of ``pairing_events`` as ``(run_dir, fault, heal_id, ms)`` (``ms`` null: unpaired):
+    the pairing of ``pairing.recoveries`` as one window per run. Heals (from the run's first
+    ``run_start`` on) and registrations in ``t_wall`` order, a heal before a registration of the
+    same instant: a registration belongs to the last heal before it, and a heal's time is its
+    first registration's. That is the first at or after the heal and before the next heal, whose
+    own registrations start there."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
 
-    def to_ev(r: Row) -> tuple[str, pairing.Ev]:
-        return r["run_dir"], pairing.Ev(*(r[n] for n in names))
-
-    return (events.rdd.map(to_ev).groupByKey()
-            .flatMap(lambda kv: ((kv[0], x) for x in fn(list(kv[1])))))
+    col, no = F.col, F.lit(False)
+    heal = ((col("src") == "nemesis") & (col("type") == "info") & F.coalesce(col("stage") == "complete", no)
+            & F.when(col("f") == "heal", ~F.coalesce(col("reason").isin("setup", "teardown"), no))
+            .otherwise(F.coalesce(col("phase") == "stop", no) | F.coalesce(col("instant"), no)))
+    registration = col("src").startswith("agent:") & (col("f") == "register") & (col("type") == "ok")
+    start = (events.filter((col("src") == "harness") & (col("f") == "run_start"))
+             .groupBy("run_dir").agg(F.min("t_wall").alias("start")))
+    ev = (events.join(start, "run_dir", "left")
+          .filter((heal & (col("t_wall") >= F.coalesce("start", F.lit(float("-inf"))))) | registration)
+          .select("run_dir", "f", "seq", "t_wall", F.when(heal, 0).otherwise(1).alias("kind")))
+    upto = Window.partitionBy("run_dir").orderBy("t_wall", "kind", "seq").rowsBetween(Window.unboundedPreceding, 0)
+    ev = ev.withColumn("heal", F.last(F.when(col("kind") == 0, col("seq")), ignorenulls=True).over(upto))
+    first = (ev.filter((col("kind") == 1) & col("heal").isNotNull())
+             .groupBy("run_dir", "heal").agg(F.min("t_wall").alias("registered")))
+    return ev.filter(col("kind") == 0).drop("heal").withColumnRenamed("seq", "heal").join(first, ["run_dir", "heal"], "left").select(
+        "run_dir", col("f").alias("fault"), F.concat(F.lit("nemesis/"), col("heal").cast("string")).alias("heal_id"),
+        ((col("registered") - col("t_wall")) * 1000.0).alias("ms"))
 
 
 def recovery_times(events: DataFrame) -> list[RecoveryRow]:
-    """Heal → re-registration percentiles per fault type (pairing rules: ``pairing``), from
-    ``pairing_events``. Only the few events the pairing reads go to Python: a run's client
-    operations (thousands, where it has a dozen heals and registrations) stay in the JVM."""
+    """Heal → re-registration percentiles per fault type (``recovery_pairs``), from ``pairing_events``."""
     from pyspark.sql import functions as F
 
-    rdd = _per_run(events.filter(_recovery_events()), pairing.recoveries).map(lambda kv: (kv[0], kv[1].fault, kv[1].ms))
-    df = events.sparkSession.createDataFrame(rdd, "run_dir string, fault string, ms double")
-    agg = df.groupBy("fault").agg(F.count("*").alias("heals"), F.count("ms").alias("paired"),
-                                  F.expr(_PCT).alias("p"), F.max("ms").alias("max"))
+    agg = recovery_pairs(events).groupBy("fault").agg(
+        F.count("*").alias("heals"), F.count("ms").alias("paired"), F.expr(_PCT).alias("p"), F.max("ms").alias("max"))
     return sorted((RecoveryRow(r["fault"], r["heals"], r["paired"], r["heals"] - r["paired"], *_pcts(r["p"]), r["max"])
                    for r in agg.collect()), key=lambda r: r.fault)
 

@@ -32,6 +32,9 @@ def failing_copy(store: Path) -> Path:
     return d
 
 
+LINES_SCHEMA = "run_dir string, test string, date string, batch string, line string"  # events before PARSED
+
+
 def rates(out: Path) -> dict[tuple[str, str, str], tuple[int, int]]:
     with (out / "anomaly_rate.csv").open() as f:
         return {(r["checker"], r["toggles"], r["faults"]): (int(r["runs"]), int(r["invalid"])) for r in csv.DictReader(f)}
@@ -67,10 +70,8 @@ def test_analyze_incremental(tmp_path: Path, capsys, spark) -> None:  # noqa: AN
     assert events is not None and events.count() == 2 * 109
     assert events.filter("f = 'broker_znode' and src = 'observer'").count() > 0
     # an interrupted ingest that moved its events but not its check rows leaves them invisible
-    from harness.analysis.dataset import EVENTS_SCHEMA
-
     run_dir = str((store / "isolate-broker" / STORED_RUN.name).resolve())
-    orphan = spark.createDataFrame([(run_dir, "isolate-broker", "2026-11-23", "orphan", '{"f": "x"}')], EVENTS_SCHEMA)
+    orphan = spark.createDataFrame([(run_dir, "isolate-broker", "2026-11-23", "orphan", '{"f": "x"}')], LINES_SCHEMA)
     orphan.drop("test", "date").coalesce(1).write.parquet(str(tmp_path / "orphan"))
     dest = out / "events" / "test=isolate-broker" / "date=2026-11-23"
     next((tmp_path / "orphan").glob("*.parquet")).replace(dest / "part-orphan-00000.parquet")
@@ -235,21 +236,62 @@ def test_analysis_page_in_chromium(analysed, browser, tmp_path: Path) -> None:  
     _screenshot(browser, tmp_path / "analysis.png", REVIEW / "zkfence-analysis.png")
 
 
+EV_SCHEMA = ("run_dir string, src string, seq long, type string, f string, t_wall double, t_mono long, "
+             "process string, stage string, phase string, instant boolean, reason string")
+
+
+@pytest.mark.integration
+def test_spark_pairs_heals_as_the_plain_pairing_does(spark) -> None:  # noqa: ANN001
+    """``tables.recovery_pairs`` (one window per run) pairs every heal of the unit tests' runs as
+    ``pairing.recoveries`` does: which heal counts, which registration it gets, ties in time."""
+    from dataclasses import astuple
+
+    from harness.analysis.pairing import recoveries
+    from harness.analysis.tables import recovery_pairs
+    from tests.unit.test_analysis_tables import HEAL_EDGES, HEALS
+
+    runs = {f"r{i}": evs for i, evs in enumerate([HEALS, *HEAL_EDGES])}
+    rows = [(run, *astuple(e)) for run, evs in runs.items() for e in evs]
+    got = recovery_pairs(spark.createDataFrame(rows, EV_SCHEMA)).collect()
+    want = sorted((run, r.fault, r.heal_id, r.ms) for run, evs in runs.items() for r in recoveries(evs))
+    assert sorted((r["run_dir"], r["fault"], r["heal_id"], r["ms"]) for r in got) == want
+    assert sum(1 for w in want if w[3] is None) >= 3 and len(want) >= 9
+
+
 @pytest.mark.integration
 def test_spark_pairs_operations_as_the_plain_pairing_does(spark) -> None:  # noqa: ANN001
     """``tables.op_pairs`` (a window over each run, source and process) pairs every torn, open and
     interleaved case of the unit test exactly as ``pairing.op_latencies`` does, in two runs at once."""
-    from dataclasses import astuple, fields
+    from dataclasses import astuple
 
-    from harness.analysis.pairing import Ev, op_latencies
+    from harness.analysis.pairing import op_latencies
     from harness.analysis.tables import op_pairs
     from tests.unit.test_analysis_tables import TORN_OPS
 
-    schema = ", ".join(f"{f.name} {t}" for f, t in zip(fields(Ev), (
-        "string", "long", "string", "string", "double", "long", "string", "string", "string", "boolean", "string"),
-        strict=True))
     rows = [(run, *astuple(e)) for run in ("r1", "r2") for e in TORN_OPS]
-    got = op_pairs(spark.createDataFrame(rows, f"run_dir string, {schema}")).collect()
+    got = op_pairs(spark.createDataFrame(rows, EV_SCHEMA)).collect()
     want = sorted((run, o.op, o.outcome, o.ms) for run in ("r1", "r2") for o in op_latencies(TORN_OPS))
     assert sorted((r["run_dir"], r["op"], r["outcome"], r["ms"]) for r in got) == want
+
+
+@pytest.mark.integration
+def test_events_written_before_the_parsed_columns_are_parsed_when_read(tmp_path: Path, spark) -> None:  # noqa: ANN001
+    """A dataset ingested by an earlier version holds only the lines: ``read_events`` parses those
+    files' lines into the same fields ingest now stores, so the tables over it do not change."""
+    from harness.analysis.dataset import LINES, PARSED, read_events
+
+    store, out = tmp_path / "store", tmp_path / "store" / "analysis"
+    shutil.copytree(STORED_RUN, store / "isolate-broker" / STORED_RUN.name)
+    assert main(["analyze", str(store)]) == 0
+    stored = sorted(read_events(spark, out).select(*LINES, *PARSED).collect())
+    for i, part in enumerate(sorted((out / "events").rglob("*.parquet"))):
+        old = spark.read.parquet(str(part)).select("run_dir", "batch", "line").collect()
+        spark.createDataFrame(old, "run_dir string, batch string, line string").coalesce(1).write.parquet(
+            str(tmp_path / f"old{i}"))
+        next((tmp_path / f"old{i}").glob("*.parquet")).replace(part)
+        assert "parsed" not in spark.read.parquet(str(part)).columns
+    assert sorted(read_events(spark, out).select(*LINES, *PARSED).collect()) == stored
+    assert len(stored) == 109 and {r["src"] for r in stored} >= {"nemesis", "observer"}
+    heals = [r for r in stored if r["src"] == "nemesis" and r["stage"] == "complete"]
+    assert heals and all(r["t_wall"] is not None and r["seq"] is not None for r in heals)
 

@@ -32,18 +32,31 @@ def reg(broker: int, seq: int, t: float, type_: str = "ok") -> Ev:
 START = Ev("harness", 1, "event", "run_start", 10.0)
 
 
+# a run with every kind of heal and registration (tests/integration/test_analyze_command.py runs these
+# and HEAL_EDGES through the Spark pairing too)
+HEALS = [
+    nem(1, 1.0, "heal", reason="setup"), reg(1, 1, 2.0),  # setup heal and first registration: before run_start
+    START,
+    nem(2, 12.0, "isolate", phase="start"), nem(3, 20.0, "isolate", stage="invoke"),
+    nem(4, 20.5, "isolate"),  # the heal: stop complete
+    reg(2, 5, 20.0, "invoke"), reg(2, 6, 21.0), reg(3, 7, 21.5),  # first ok after it: 21.0
+    nem(5, 30.0, "bounce", phase="start", instant=True), reg(1, 9, 30.25),
+    nem(6, 40.0, "kill"),  # killed broker never came back before the final heal
+    nem(7, 50.0, "heal", reason="final"), reg(3, 9, 50.1),
+    nem(8, 60.0, "heal", reason="teardown"), reg(1, 10, 61.0),
+]
+# more runs: ties in time, heals without a reason or a phase, no run_start
+HEAL_EDGES = [
+    [nem(1, 5.0, "pause"), reg(1, 1, 5.0)],
+    [reg(1, 1, 4.0), nem(1, 5.0, "pause")],
+    [nem(1, 5.0, "pause"), nem(2, 5.0, "kill"), reg(1, 1, 5.0), reg(2, 2, 5.5)],  # the first heal gets none
+    [START, nem(2, 11.0, "heal"), reg(1, 1, 11.5), nem(3, 12.0, "kill", phase=None), reg(1, 2, 12.5),
+     nem(4, 13.0, "bounce", phase="start"), reg(2, 3, 13.0)],  # no reason: a heal; no phase: none
+]
+
+
 def test_heal_pairs_with_first_registration_before_next_heal() -> None:
-    evs = [
-        nem(1, 1.0, "heal", reason="setup"), reg(1, 1, 2.0),  # setup heal and first registration: before run_start
-        START,
-        nem(2, 12.0, "isolate", phase="start"), nem(3, 20.0, "isolate", stage="invoke"),
-        nem(4, 20.5, "isolate"),  # the heal: stop complete
-        reg(2, 5, 20.0, "invoke"), reg(2, 6, 21.0), reg(3, 7, 21.5),  # first ok after it: 21.0
-        nem(5, 30.0, "bounce", phase="start", instant=True), reg(1, 9, 30.25),
-        nem(6, 40.0, "kill"),  # killed broker never came back before the final heal
-        nem(7, 50.0, "heal", reason="final"), reg(3, 9, 50.1),
-        nem(8, 60.0, "heal", reason="teardown"), reg(1, 10, 61.0),
-    ]
+    evs = HEALS
     got = recoveries(reversed(evs))  # input order does not matter: t_wall does
     assert got == [Recovery("isolate", "nemesis/4", 500.0), Recovery("bounce", "nemesis/5", 250.0),
                    Recovery("kill", "nemesis/6", None), Recovery("heal", "nemesis/7", got[3].ms)]
