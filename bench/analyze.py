@@ -2,6 +2,7 @@
 
     python bench/analyze.py                 # 1,000 runs, local[2]
     python bench/analyze.py --events 9000   # each run tiled to ~9,000 events, a `make run`'s size
+    python bench/analyze.py --from store    # copies of the runs `make run` left in store/
     python bench/analyze.py --runs 200 --master 'local[*]' --keep DIR
 
 Generates N run directories from the real stored runs in ``tests/data/store/`` (each copy gets its
@@ -39,12 +40,12 @@ SOURCES = sorted((ROOT / "tests" / "data" / "store").glob("*/2*"))
 TOGGLE_SETS = ({}, {"reregister_on_expiry": False}, {"registration": "pre_2_2"}, {"broker_epoch_check": "off"})
 
 
-def generate(store: Path, n: int, seed: int = 13, events: int = 0) -> None:
-    """``n`` runs; with ``events``, each history repeated end to end until it has at least that many
-    lines (the stored fixtures have 109 and 306; a `make run` writes about 9,000)."""
+def generate(store: Path, n: int, seed: int = 13, events: int = 0, sources: list[Path] = SOURCES) -> None:
+    """``n`` runs copied from ``sources``; with ``events``, each history repeated end to end until it
+    has at least that many lines (the stored fixtures have 109 and 306; a `make run` writes about 9,000)."""
     rng = random.Random(seed)
     for i in range(n):
-        src = SOURCES[i % len(SOURCES)]
+        src = sources[i % len(sources)]
         run = json.loads((src / "run.json").read_text())
         res = json.loads((src / "results.json").read_text())
         day = 1 + i % 7
@@ -144,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/analyze.py", description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=1000, help="stored runs to generate (default 1000)")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument("--from", dest="source", metavar="STORE",
+                   help="copy the runs of this store (STORE/<test>/<time>/) instead of tests/data/store/")
     p.add_argument("--events", type=int, default=0, metavar="N",
                    help="repeat each stored history until it has N events (default: as stored, 109 and 306)")
     p.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (default: a temporary dir, removed)")
@@ -158,9 +161,17 @@ def main(argv: list[str] | None = None) -> int:
         for old in (store, base / "spark", base / "plain"):  # --keep DIR again: start from an empty dataset
             shutil.rmtree(old, ignore_errors=True)
         t0 = time.monotonic()
-        generate(store, args.runs, events=args.events)
+        sources = SOURCES
+        if args.source:
+            sources = sorted(d for d in Path(args.source).glob("*/2*")
+                             if all((d / f).is_file() for f in ("run.json", "results.json", "history.jsonl")))
+            if not sources:
+                print(f"bench/analyze.py: --from {args.source}: no finished runs (<test>/<time>/ with run.json, "
+                      "results.json, history.jsonl)", file=sys.stderr)
+                return 254
+        generate(store, args.runs, events=args.events, sources=sources)
         lines = sum(1 for h in store.glob("*/*/history.jsonl") for _ in h.open("rb"))
-        print(f"generated {args.runs} runs ({lines:,} events) from {len(SOURCES)} stored ones in "
+        print(f"generated {args.runs} runs ({lines:,} events) from {len(sources)} stored ones in "
               f"{time.monotonic() - t0:.1f}s: {store}")
         harness = [sys.executable, "-m", "harness.cli", "analyze", str(store), "--spark-master", args.master]
         first, _ = timed([*harness, "--out", str(base / "spark")])
