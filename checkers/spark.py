@@ -17,9 +17,8 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -178,20 +177,3 @@ def read_path() -> Column:
     from pyspark.sql import functions as F
 
     return F.url_decode(F.regexp_replace(F.input_file_name(), "^file:/*", "/"))
-
-
-@contextmanager
-def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
-    """``conf`` set on the session for the block, each key restored (or unset) afterwards."""
-    saved = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
-

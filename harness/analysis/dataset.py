@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from checkers.spark import literal_paths, read_path, session_conf
+from checkers.spark import literal_paths, read_path
 from harness.analysis.runs import CheckRow
 
 if TYPE_CHECKING:
@@ -33,7 +33,9 @@ EVENTS = "events"
 LINES = ("run_dir", "test", "date", "batch", "line")
 # What ingest parses out of each line (``value``'s fields: only of the nemesis's events, the heals
 # ``pairing.is_heal`` judges by them; any other event's are in ``line``).
-PARSED = ("src", "seq", "f", "type", "t_wall", "t_mono", "process", "stage", "phase", "instant", "reason")
+_TOP = ("src", "seq", "f", "type", "t_wall", "t_mono", "process")
+_OF_VALUE = ("stage", "phase", "instant", "reason")
+PARSED = (*_TOP, *_OF_VALUE)
 EVENTS_SCHEMA = ("run_dir string, test string, date string, batch string, line string, parsed boolean, src string, "
                  "seq long, f string, type string, t_wall double, t_mono long, process string, stage string, "
                  "phase string, instant boolean, reason string")
@@ -70,14 +72,14 @@ def parse_lines(lines: DataFrame) -> DataFrame:
     would parse each line again for every field it tests."""
     from pyspark.sql import functions as F
 
-    top = F.from_json("line", ", ".join(f"{name} string" for name in PARSED[:7]))
+    types = dict(f.split() for f in EVENTS_SCHEMA.split(", "))
+    top = F.from_json("line", ", ".join(f"{name} string" for name in _TOP))
     nemesis = F.col("src") == "nemesis"
     return lines.select(*lines.columns, F.inline(F.array(top))).select(
-        *lines.columns, F.lit(True).alias("parsed"), "src", F.col("seq").try_cast("long").alias("seq"), "f", "type",
-        F.col("t_wall").try_cast("double").alias("t_wall"), F.col("t_mono").try_cast("long").alias("t_mono"), "process",
-        *(F.when(nemesis, F.get_json_object("line", f"$.value.{name}")).alias(name) for name in ("stage", "phase")),
-        F.when(nemesis, F.get_json_object("line", "$.value.instant").try_cast("boolean")).alias("instant"),
-        F.when(nemesis, F.get_json_object("line", "$.value.reason")).alias("reason"))
+        *lines.columns, F.lit(True).alias("parsed"),
+        *(F.col(name).try_cast(types[name]).alias(name) for name in _TOP),
+        *(F.when(nemesis, F.get_json_object("line", f"$.value.{name}").try_cast(types[name])).alias(name)
+          for name in _OF_VALUE))
 
 
 def ingested_dirs(spark: SparkSession, out: Path) -> set[str]:
@@ -116,10 +118,7 @@ def history_lines(spark: SparkSession, runs: dict[str, CheckRow], batch: str) ->
     files = {str(Path(d) / "history.jsonl"): r for d, r in runs.items()}
     which = spark.createDataFrame([(f, r.run_dir, r.test, r.date) for f, r in files.items()],
                                   "file string, run_dir string, test string, date string")
-    # The files are listed by the driver, which reads the store: over 32 paths Spark would list
-    # them in a job of a task per path (3.5 s of a cold ingest of 1,000 runs; 0.3 s in the driver).
-    with session_conf(spark, {"spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1)}):
-        text = spark.read.text(literal_paths(files))
+    text = spark.read.text(literal_paths(files))  # listed in the driver (get_spark's discovery threshold)
     # Read as few tasks as keep every core busy at about 128 MB each: each task writes a file per
     # (test, date) it read, and a Parquet file's fixed cost made 1,000 small runs (70 MB) over
     # Spark's 36 read tasks twice as slow to write as one shuffle into a file per partition.
