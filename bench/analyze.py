@@ -4,6 +4,7 @@
     python bench/analyze.py --events 9000   # each run tiled to ~9,000 events, a `make run`'s size
     python bench/analyze.py --from store    # copies of the runs `make run` left in store/
     python bench/analyze.py --runs 200 --master 'local[*]' --keep DIR
+    python bench/analyze.py --events 9000 --repeat 3   # medians of 3 alternated samples (noise here: ±5%)
 
 Generates N run directories from the real stored runs in ``tests/data/store/`` (each copy gets its
 own timestamp, run id and seed, one of a few toggle sets, a verdict flipped now and then, and its
@@ -26,6 +27,7 @@ import argparse
 import json
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -141,6 +143,10 @@ def timed(cmd: list[str]) -> tuple[float, str]:
     return wall, p.stdout
 
 
+def _samples(times: list[float]) -> str:
+    return f"  (median of {len(times)}: {', '.join(f'{t:.1f}' for t in times)})" if len(times) > 1 else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/analyze.py", description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=1000, help="stored runs to generate (default 1000)")
@@ -149,9 +155,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="copy the runs of this store (STORE/<test>/<time>/) instead of tests/data/store/")
     p.add_argument("--events", type=int, default=0, metavar="N",
                    help="repeat each stored history until it has N events (default: as stored, 109 and 306)")
+    p.add_argument("--repeat", type=int, default=1, metavar="K",
+                   help="time the first call and the plain process K times each, alternated; print medians (default 1)")
     p.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (default: a temporary dir, removed)")
     p.add_argument("--plain-only", nargs=2, metavar=("STORE", "OUT"), help=argparse.SUPPRESS)  # the baseline's own process
     args = p.parse_args(argv)
+    if args.repeat < 1:
+        print(f"bench/analyze.py: --repeat {args.repeat}: must be at least 1", file=sys.stderr)
+        return 254
     if args.plain_only:
         print(plain(Path(args.plain_only[0]), Path(args.plain_only[1])))
         return 0
@@ -174,14 +185,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"generated {args.runs} runs ({lines:,} events) from {len(sources)} stored ones in "
               f"{time.monotonic() - t0:.1f}s: {store}")
         harness = [sys.executable, "-m", "harness.cli", "analyze", str(store), "--spark-master", args.master]
-        first, _ = timed([*harness, "--out", str(base / "spark")])
+        firsts, plains, text = [], [], ""
+        for _ in range(args.repeat):  # alternated, so that a slow spell of the machine hits both sides
+            shutil.rmtree(base / "spark", ignore_errors=True)
+            firsts.append(timed([*harness, "--out", str(base / "spark")])[0])
+            wall, text = timed([sys.executable, str(Path(__file__).resolve()), "--plain-only", str(store), str(base / "plain")])
+            plains.append(wall)
         second, _ = timed([*harness, "--out", str(base / "spark")])
-        base_s, text = timed([sys.executable, str(Path(__file__).resolve()), "--plain-only", str(store), str(base / "plain")])
+        first, base_s = statistics.median(firsts), statistics.median(plains)
         same = all((base / "spark" / f"{n}.csv").read_text() == (base / "plain" / f"{n}.csv").read_text()
                    for n in ("anomaly_rate", "heal_to_registration", "op_latency", "flaky"))
-        print(f"harness analyze {args.master}, empty dataset (ingest + tables): {first:7.1f}s  ratio to plain {first / base_s:5.2f}x")
+        print(f"harness analyze {args.master}, empty dataset (ingest + tables): {first:7.1f}s  ratio to plain {first / base_s:5.2f}x"
+              f"{_samples(firsts)}")
         print(f"harness analyze {args.master}, second call (nothing new):       {second:7.1f}s  ratio to plain {second / base_s:5.2f}x")
-        print(f"plain Python, one process ({text.strip()} runs):                   {base_s:7.1f}s")
+        print(f"plain Python, one process ({text.strip()} runs):                   {base_s:7.1f}s{_samples(plains)}")
         print(f"target: Spark <= 0.6x plain; the four CSVs identical between the two: {same}")
     finally:
         if not args.keep:
