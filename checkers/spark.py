@@ -60,6 +60,8 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
     with _lock:
         from pyspark.sql import SparkSession
 
+        from checkers import cds
+
         active = SparkSession.getActiveSession()
         if active is not None:
             return active
@@ -85,8 +87,9 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
             # Past 32 paths Spark lists its input in a job of its own: harness analyze reading 1,000
             # runs' histories spent 3.9-7.5 s there, and 0.4 s listing them in the driver.
             .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
+            # The driver runs here whatever the master: it maps the class-data-sharing archive.
             .config("spark.driver.extraJavaOptions",
-                    _log_opts() + (f" {QUICK_JVM if quick else BATCH_JVM}" if local else ""))
+                    f"{_log_opts()} {cds.jvm_options()}" + (f" {QUICK_JVM if quick else BATCH_JVM}" if local else ""))
         )
         if local:
             builder = (

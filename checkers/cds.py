@@ -1,0 +1,144 @@
+"""The Spark driver's class-data-sharing archive (Java's dynamic AppCDS): the classes a driver JVM
+loads, stored once in a file it maps at start, instead of read, parsed and verified from Spark's
+jars again by every process. A session then starts in about 2 s instead of 4, and its first jobs
+load their classes faster (docs/analysis.md has the figures).
+
+``make install`` builds it (``python -m checkers.cds``): a child process starts a session that dumps
+its classes at exit, checks the built-in warm-up history and runs analyze's ingest path on it, and
+stops; a second child proves the archive maps (``-Xshare:on`` fails the JVM's start otherwise); only
+then is it moved into place, by one rename, because a JVM given a truncated archive crashes. The
+name carries a digest of the Java binary and of pyspark's jars: after either changes, sessions
+start without an archive until it is built again. ``HARNESS_SPARK_CDS=off`` starts them without one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+OFF_ENV = "HARNESS_SPARK_CDS"
+DIR_ENV = "HARNESS_SPARK_CDS_DIR"  # where archives live (default: inside this Python environment)
+_DUMP_ENV = "_HARNESS_SPARK_CDS_DUMP"  # set for the building child: dump the classes here at exit
+_VERIFY_ENV = "_HARNESS_SPARK_CDS_VERIFY"  # set for the verifying child: map this one, or fail
+_PREFIX = "driver-"
+
+
+def archive_dir() -> Path:
+    return Path(os.environ.get(DIR_ENV) or Path(sys.prefix) / "spark-cds")
+
+
+def java_binary() -> Path | None:
+    """The java that spark-submit runs: ``$JAVA_HOME/bin/java``, else the first on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(os.path.realpath(found)) if found and Path(found).is_file() else None
+
+
+def archive_path() -> Path | None:
+    """Where the archive for this Java and this pyspark lives (None: no java to key it on)."""
+    import pyspark
+
+    java = java_binary()
+    if java is None:
+        return None
+    jars = Path(pyspark.__file__).parent / "jars"
+    st = java.stat()
+    key = f"{java}:{st.st_size}:{st.st_mtime_ns}:{pyspark.__version__}:{jars}:{jars.stat().st_mtime_ns if jars.exists() else 0}"
+    return archive_dir() / f"{_PREFIX}{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def jvm_options() -> str:
+    """The driver JVM's options for the archive: map it if built (a JVM that finds it does not
+    match starts without it, silently), dump one while building, or nothing."""
+    if dump := os.environ.get(_DUMP_ENV):
+        return f"-XX:ArchiveClassesAtExit={dump}"
+    if verify := os.environ.get(_VERIFY_ENV):
+        return f"-XX:SharedArchiveFile={verify} -Xshare:on"
+    if os.environ.get(OFF_ENV, "").lower() == "off":
+        return ""
+    path = archive_path()
+    return f"-XX:SharedArchiveFile={path} -Xlog:cds=off,cds+dynamic=off" if path and path.is_file() else ""
+
+
+def build(timeout_s: float = 600.0) -> Path:
+    """Build the archive for this Java and pyspark and move it into place; its path. Raises
+    ``RuntimeError`` naming the step that failed (nothing is left behind)."""
+    target = archive_path()
+    if target is None:
+        raise RuntimeError("no java binary ($JAVA_HOME/bin/java or java on PATH)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".building-{os.getpid()}.jsa"
+    try:
+        for step, env in (("dump", {_DUMP_ENV: str(tmp)}), ("verify", {_VERIFY_ENV: str(tmp)})):
+            p = subprocess.run([sys.executable, "-m", "checkers.cds", f"--{step}"], env={**os.environ, **env},
+                               capture_output=True, text=True, timeout=timeout_s)
+            if p.returncode != 0 or not tmp.is_file():
+                raise RuntimeError(f"{step} step exited {p.returncode}: {(p.stderr or p.stdout).strip()[-400:]}")
+        os.replace(tmp, target)
+        for old in target.parent.glob(f"{_PREFIX}*.jsa"):  # archives of a former Java or pyspark
+            if old != target:
+                old.unlink(missing_ok=True)
+        return target
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _train() -> int:
+    """The dumping child: load what a check and an ingest load, then let the JVM exit and dump."""
+    from pyspark.sql import functions as F
+
+    from checkers.project import WARM_UP_HISTORY, warm_up
+    from checkers.spark import get_spark
+    from harness.analysis.dataset import parse_lines
+
+    spark = get_spark("local[2]")
+    warm_up(spark)
+    with tempfile.TemporaryDirectory(prefix="zkfence-cds-") as d:
+        lines = spark.read.text(str(WARM_UP_HISTORY)).select(F.lit("run").alias("src_run"), F.col("value").alias("line"))
+        parse_lines(lines).write.partitionBy("src_run").parquet(d + "/events")
+        spark.read.parquet(d + "/events").groupBy("f").agg(F.percentile_approx("t_wall", 0.5)).collect()
+    return _exit_jvm(spark)
+
+
+def _verify() -> int:
+    from checkers.spark import get_spark
+
+    spark = get_spark("local[1]")
+    spark.range(10).count()
+    return _exit_jvm(spark)
+
+
+def _exit_jvm(spark: object) -> int:
+    """Stop the session and wait for the JVM to exit: the dump is written on its way out."""
+    proc = spark.sparkContext._gateway.proc  # type: ignore[attr-defined]  # pyspark's Popen of the JVM
+    spark.stop()  # type: ignore[attr-defined]
+    proc.stdin.close()  # the gateway exits on EOF of its stdin
+    return proc.wait(timeout=300)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--dump"]:
+        return _train()
+    if args == ["--verify"]:
+        return _verify()
+    if args:
+        print(f"python -m checkers.cds: unknown argument {args[0]!r} (no argument: build the archive)", file=sys.stderr)
+        return 254
+    try:
+        path = build()
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"python -m checkers.cds: no class-data-sharing archive ({e}); Spark sessions start without one",
+              file=sys.stderr)
+        return 1
+    print(f"class-data-sharing archive for the Spark driver: {path} ({path.stat().st_size / 2**20:.0f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
