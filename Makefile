@@ -11,9 +11,9 @@ APT_PACKAGES := zookeeper openssh-server libslf4j-java default-jre-headless ipro
 PYTEST_ARGS ?=
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
-.PHONY: install run test lint clean teardown apt toxiproxy venv
+.PHONY: install run test lint clean teardown apt toxiproxy venv cds
 
-install: apt toxiproxy venv
+install: apt toxiproxy venv cds
 
 apt:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -35,10 +35,13 @@ $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[dev]'
-	@# The Spark driver's class-data-sharing archive (checkers/cds.py): sessions start in half the time.
-	@# Only an optimization: without it (no java yet, a failure) they start as before.
-	-$(VENV)/bin/python -m checkers.cds
 	@touch $@
+
+# The Spark driver's class-data-sharing archive (checkers/cds.py): sessions start in half the time.
+# Built when the one for this Java and pyspark is missing; only an optimization: without it (a
+# failure) sessions start as before.
+cds: apt venv
+	-@$(VENV)/bin/python -m checkers.cds --if-missing
 
 # The default test with the queue workload: thousands of client operations, recorded and checked.
 run: install

@@ -3,12 +3,13 @@ loads, stored once in a file it maps at start, instead of read, parsed and verif
 jars again by every process. A session then starts in about 2 s instead of 4, and its first jobs
 load their classes faster (docs/analysis.md has the figures).
 
-``make install`` builds it (``python -m checkers.cds``): a child process starts a session that dumps
+``make install`` builds it when this Java's and pyspark's is missing (``python -m checkers.cds
+--if-missing``; without the flag it is rebuilt): a child process starts a session that dumps
 its classes at exit, checks the built-in warm-up history and runs analyze's ingest path on it, and
 stops; a second child proves the archive maps (``-Xshare:on`` fails the JVM's start otherwise); only
 then is it moved into place, by one rename, because a JVM given a truncated archive crashes. The
 name carries a digest of the Java binary and of pyspark's jars: after either changes, sessions
-start without an archive until it is built again. ``HARNESS_SPARK_CDS=off`` starts them without one.
+start without an archive until the next ``make install`` builds theirs. ``HARNESS_SPARK_CDS=off`` starts them without one.
 """
 
 from __future__ import annotations
@@ -127,8 +128,13 @@ def main(argv: list[str] | None = None) -> int:
         return _train()
     if args == ["--verify"]:
         return _verify()
-    if args:
-        print(f"python -m checkers.cds: unknown argument {args[0]!r} (no argument: build the archive)", file=sys.stderr)
+    if args == ["--if-missing"]:  # make install's call: quick when this Java's and pyspark's archive exists
+        path = archive_path()
+        if path is not None and path.is_file():
+            return 0
+    elif args:
+        print(f"python -m checkers.cds: unknown argument {args[0]!r} (none: build the archive; --if-missing)",
+              file=sys.stderr)
         return 254
     try:
         path = build()

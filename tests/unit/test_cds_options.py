@@ -61,3 +61,11 @@ def test_the_archive_is_keyed_on_the_java_binary(archive_dir: Path, tmp_path: Pa
 def test_an_unknown_argument_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cds.main(["--bogus"]) == 254
     assert "unknown argument '--bogus'" in capsys.readouterr().err
+
+
+def test_if_missing_does_nothing_when_the_archive_is_built(archive_dir: Path) -> None:
+    path = cds.archive_path()
+    assert path is not None
+    path.write_bytes(b"built")
+    assert cds.main(["--if-missing"]) == 0
+    assert path.read_bytes() == b"built"
