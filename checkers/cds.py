@@ -19,7 +19,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 OFF_ENV = "HARNESS_SPARK_CDS"
@@ -76,7 +75,7 @@ def build(timeout_s: float = 600.0) -> Path:
     tmp = target.parent / f".building-{os.getpid()}.jsa"
     try:
         for step, env in (("dump", {_DUMP_ENV: str(tmp)}), ("verify", {_VERIFY_ENV: str(tmp)})):
-            p = subprocess.run([sys.executable, "-m", "checkers.cds", f"--{step}"], env={**os.environ, **env},
+            p = subprocess.run([sys.executable, "-m", "checkers.cds_train", f"--{step}"], env={**os.environ, **env},
                                capture_output=True, text=True, timeout=timeout_s)
             if p.returncode != 0 or not tmp.is_file():
                 raise RuntimeError(f"{step} step exited {p.returncode}: {(p.stderr or p.stdout).strip()[-400:]}")
@@ -89,45 +88,8 @@ def build(timeout_s: float = 600.0) -> Path:
         tmp.unlink(missing_ok=True)
 
 
-def _train() -> int:
-    """The dumping child: load what a check and an ingest load, then let the JVM exit and dump."""
-    from pyspark.sql import functions as F
-
-    from checkers.project import WARM_UP_HISTORY, warm_up
-    from checkers.spark import get_spark
-    from harness.analysis.dataset import parse_lines
-
-    spark = get_spark("local[2]")
-    warm_up(spark)
-    with tempfile.TemporaryDirectory(prefix="zkfence-cds-") as d:
-        lines = spark.read.text(str(WARM_UP_HISTORY)).select(F.lit("run").alias("src_run"), F.col("value").alias("line"))
-        parse_lines(lines).write.partitionBy("src_run").parquet(d + "/events")
-        spark.read.parquet(d + "/events").groupBy("f").agg(F.percentile_approx("t_wall", 0.5)).collect()
-    return _exit_jvm(spark)
-
-
-def _verify() -> int:
-    from checkers.spark import get_spark
-
-    spark = get_spark("local[1]")
-    spark.range(10).count()
-    return _exit_jvm(spark)
-
-
-def _exit_jvm(spark: object) -> int:
-    """Stop the session and wait for the JVM to exit: the dump is written on its way out."""
-    proc = spark.sparkContext._gateway.proc  # type: ignore[attr-defined]  # pyspark's Popen of the JVM
-    spark.stop()  # type: ignore[attr-defined]
-    proc.stdin.close()  # the gateway exits on EOF of its stdin
-    return proc.wait(timeout=300)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if args == ["--dump"]:
-        return _train()
-    if args == ["--verify"]:
-        return _verify()
     if args == ["--if-missing"]:  # make install's call: quick when this Java's and pyspark's archive exists
         path = archive_path()
         if path is not None and path.is_file():

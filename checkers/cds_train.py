@@ -1,0 +1,58 @@
+"""The children of ``checkers.cds.build``: ``--dump`` loads what a check and an ingest load in a session
+whose JVM dumps its classes at exit; ``--verify`` starts a session that must map the archive. Apart
+from ``checkers.cds`` because ``checkers.spark`` imports that one, and this one imports the checkers
+and the ingest."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+
+from pyspark.sql import SparkSession
+
+
+def _dump() -> int:
+    """The dumping child: load what a check and an ingest load, then let the JVM exit and dump."""
+    from pyspark.sql import functions as F
+
+    from checkers.project import WARM_UP_HISTORY, warm_up
+    from checkers.spark import get_spark
+    from harness.analysis.dataset import parse_lines
+
+    spark = get_spark("local[2]")
+    warm_up(spark)
+    with tempfile.TemporaryDirectory(prefix="zkfence-cds-") as d:
+        lines = spark.read.text(str(WARM_UP_HISTORY)).select(F.lit("run").alias("src_run"), F.col("value").alias("line"))
+        parse_lines(lines).write.partitionBy("src_run").parquet(d + "/events")
+        spark.read.parquet(d + "/events").groupBy("f").agg(F.percentile_approx("t_wall", 0.5)).collect()
+    return _exit_jvm(spark)
+
+
+def _verify() -> int:
+    from checkers.spark import get_spark
+
+    spark = get_spark("local[1]")
+    spark.range(10).count()
+    return _exit_jvm(spark)
+
+
+def _exit_jvm(spark: SparkSession) -> int:
+    """Stop the session and wait for the JVM to exit: the dump is written on its way out."""
+    proc = spark.sparkContext._gateway.proc  # type: ignore[attr-defined]  # pyspark's Popen of the JVM
+    spark.stop()
+    proc.stdin.close()  # the gateway exits on EOF of its stdin
+    return proc.wait(timeout=300)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--dump"]:
+        return _dump()
+    if args == ["--verify"]:
+        return _verify()
+    print("python -m checkers.cds_train: --dump or --verify (run by python -m checkers.cds)", file=sys.stderr)
+    return 254
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
