@@ -49,6 +49,8 @@ def test_analyze_incremental(tmp_path: Path, capsys, spark) -> None:  # noqa: AN
     assert rates(out)[("registration_liveness", "default", "isolate")] == (1, 0)
     parts = sorted((out / "checks").rglob("*.parquet"))
     assert [p.parent.relative_to(out / "checks").as_posix() for p in parts] == ["test=isolate-broker/date=2026-11-23"]
+    zstd_frame = b"\x28\xb5\x2f\xfd"  # the magic number that starts every zstd frame: the pages are zstd
+    assert all(zstd_frame in p.read_bytes() for p in [*parts, *(out / "events").rglob("*.parquet")])
 
     failing_copy(store)
     half = store / "isolate-broker" / "20261123T151500.000"
