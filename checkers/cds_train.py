@@ -17,13 +17,13 @@ def _dump() -> int:
 
     from checkers.project import WARM_UP_HISTORY, warm_up
     from checkers.spark import get_spark
-    from harness.analysis.dataset import parse_lines
+    from harness.analysis.dataset import CODEC, parse_lines
 
     spark = get_spark("local[2]")
     warm_up(spark)
     with tempfile.TemporaryDirectory(prefix="zkfence-cds-") as d:
         lines = spark.read.text(str(WARM_UP_HISTORY)).select(F.lit("run").alias("src_run"), F.col("value").alias("line"))
-        parse_lines(lines).write.partitionBy("src_run").parquet(d + "/events")
+        parse_lines(lines).write.option("compression", CODEC).partitionBy("src_run").parquet(d + "/events")
         spark.read.parquet(d + "/events").groupBy("f").agg(F.percentile_approx("t_wall", 0.5)).collect()
     return _exit_jvm(spark)
 

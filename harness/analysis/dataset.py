@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 CHECKS = "checks"
 EVENTS = "events"
 LINES = ("run_dir", "test", "date", "batch", "line")
+# Half the size of Spark's default snappy (358 against 748 MB for 9M events), written in the same time.
+CODEC = "zstd"
 # What ingest parses out of each line (``value``'s fields: only of the nemesis's events, the heals
 # ``pairing.is_heal`` judges by them; any other event's are in ``line``).
 _TOP = ("src", "seq", "f", "type", "t_wall", "t_mono", "process")
@@ -101,8 +103,7 @@ def append(spark: SparkSession, out: Path, rows: list[CheckRow]) -> int:
     # one file per partition took a quarter of an ingest, and only the check rows decide visibility.
     for name, frame in ((EVENTS, history_lines(spark, runs, batch)),
                         (CHECKS, spark.createDataFrame(data, SCHEMA).repartition("test", "date"))):
-        # zstd: the events half the size of snappy's (358 against 748 MB for 9M lines), in the same time
-        frame.write.mode("overwrite").option("compression", "zstd").partitionBy("test", "date").parquet(
+        frame.write.mode("overwrite").option("compression", CODEC).partitionBy("test", "date").parquet(
             str(staging / name))
     moved = 0
     for name in (EVENTS, CHECKS):
