@@ -5,6 +5,7 @@
     python bench/analyze.py --from store    # copies of the runs `make run` left in store/
     python bench/analyze.py --runs 200 --master 'local[*]' --keep DIR
     python bench/analyze.py --events 9000 --repeat 3   # medians of 3 alternated samples (noise here: ±5%)
+    python bench/analyze.py --events 9000 --server     # also through a batch check server (started and stopped here)
 
 Generates N run directories from the real stored runs in ``tests/data/store/`` (each copy gets its
 own timestamp, run id and seed, one of a few toggle sets, a verdict flipped now and then, and its
@@ -13,6 +14,9 @@ in a fresh process:
 
 * ``harness analyze STORE --out OUT --spark-master MASTER`` on an empty dataset (ingest + the four
   tables, CSV + Parquet + analysis.html), and a second call (nothing new: the saved tables, no Spark);
+* with ``--server``, the same first call handed to a batch check server (``harness check-server start
+  --batch``, started once before the samples and stopped after; its start is printed apart): the
+  session a user keeps warm across calls;
 * the plain baseline: the same run reading (``harness.analysis.runs``) and the same pairing,
   percentiles and grouping (``harness.analysis.pairing``) in one Python process, writing the same
   CSVs and page (no Parquet: the plain process has no Parquet writer).
@@ -143,6 +147,17 @@ def timed(cmd: list[str]) -> tuple[float, str]:
     return wall, p.stdout
 
 
+def _start_server(master: str) -> float:
+    """Start a batch check server on ``master``; its start-up seconds. Refuses to use a running one
+    (its session may be tuned or warmed otherwise, and it is not this bench's to stop)."""
+    from checkers import server
+
+    if server.read_state() is not None:
+        raise SystemExit("bench/analyze.py --server: a check server is already running; `harness check-server stop` first")
+    wall, _ = timed([sys.executable, "-m", "harness.cli", "check-server", "start", "--batch", "--spark-master", master])
+    return wall
+
+
 def _samples(times: list[float]) -> str:
     return f"  (median of {len(times)}: {', '.join(f'{t:.1f}' for t in times)})" if len(times) > 1 else ""
 
@@ -157,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="repeat each stored history until it has N events (default: as stored, 109 and 306)")
     p.add_argument("--repeat", type=int, default=1, metavar="K",
                    help="time the first call and the plain process K times each, alternated; print medians (default 1)")
+    p.add_argument("--server", action="store_true",
+                   help="also time the first call on a batch check server (started before, stopped after)")
     p.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (default: a temporary dir, removed)")
     p.add_argument("--plain-only", nargs=2, metavar=("STORE", "OUT"), help=argparse.SUPPRESS)  # the baseline's own process
     args = p.parse_args(argv)
@@ -167,9 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         print(plain(Path(args.plain_only[0]), Path(args.plain_only[1])))
         return 0
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zkfence-bench-analyze-"))
+    server_start: float | None = None  # set once this bench has started a server: it stops that one only
     try:
         store = base / "store"
-        for old in (store, base / "spark", base / "plain"):  # --keep DIR again: start from an empty dataset
+        for old in (store, base / "spark", base / "served", base / "plain"):  # --keep DIR again: start from an empty dataset
             shutil.rmtree(old, ignore_errors=True)
         t0 = time.monotonic()
         sources = SOURCES
@@ -185,22 +203,34 @@ def main(argv: list[str] | None = None) -> int:
         print(f"generated {args.runs} runs ({lines:,} events) from {len(sources)} stored ones in "
               f"{time.monotonic() - t0:.1f}s: {store}")
         harness = [sys.executable, "-m", "harness.cli", "analyze", str(store), "--spark-master", args.master]
-        firsts, plains, text = [], [], ""
-        for _ in range(args.repeat):  # alternated, so that a slow spell of the machine hits both sides
+        if args.server:
+            server_start = _start_server(args.master)
+        firsts, served, plains, text = [], [], [], ""
+        for _ in range(args.repeat):  # alternated, so that a slow spell of the machine hits every side
             shutil.rmtree(base / "spark", ignore_errors=True)
-            firsts.append(timed([*harness, "--out", str(base / "spark")])[0])
+            firsts.append(timed([*harness, "--no-server", "--out", str(base / "spark")])[0])
+            if server_start is not None:
+                shutil.rmtree(base / "served", ignore_errors=True)
+                served.append(timed([*harness, "--out", str(base / "served")])[0])
             wall, text = timed([sys.executable, str(Path(__file__).resolve()), "--plain-only", str(store), str(base / "plain")])
             plains.append(wall)
-        second, _ = timed([*harness, "--out", str(base / "spark")])
+        second, _ = timed([*harness, "--no-server", "--out", str(base / "spark")])
         first, base_s = statistics.median(firsts), statistics.median(plains)
-        same = all((base / "spark" / f"{n}.csv").read_text() == (base / "plain" / f"{n}.csv").read_text()
-                   for n in ("anomaly_rate", "heal_to_registration", "op_latency", "flaky"))
+        same = all((base / side / f"{n}.csv").read_text() == (base / "plain" / f"{n}.csv").read_text()
+                   for n in ("anomaly_rate", "heal_to_registration", "op_latency", "flaky")
+                   for side in ("spark", *(["served"] if served else [])))
         print(f"harness analyze {args.master}, empty dataset (ingest + tables): {first:7.1f}s  ratio to plain {first / base_s:5.2f}x"
               f"{_samples(firsts)}")
+        if served:
+            on = statistics.median(served)
+            print(f"harness analyze {args.master}, on a batch check server:         {on:7.1f}s  ratio to plain "
+                  f"{on / base_s:5.2f}x{_samples(served)}; the server started in {server_start:.1f}s (once, before)")
         print(f"harness analyze {args.master}, second call (nothing new):       {second:7.1f}s  ratio to plain {second / base_s:5.2f}x")
         print(f"plain Python, one process ({text.strip()} runs):                   {base_s:7.1f}s{_samples(plains)}")
         print(f"target: Spark <= 0.6x plain; the four CSVs identical between the two: {same}")
     finally:
+        if server_start is not None:
+            subprocess.run([sys.executable, "-m", "harness.cli", "check-server", "stop"], capture_output=True, cwd=ROOT)
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
     return 0

@@ -6,25 +6,19 @@ and the ingest."""
 from __future__ import annotations
 
 import sys
-import tempfile
 
 from pyspark.sql import SparkSession
 
 
 def _dump() -> int:
-    """The dumping child: load what a check and an ingest load, then let the JVM exit and dump."""
-    from pyspark.sql import functions as F
-
-    from checkers.project import WARM_UP_HISTORY, warm_up
+    """The dumping child: load what a check and an analysis load, then let the JVM exit and dump."""
+    from checkers.project import warm_up
     from checkers.spark import get_spark
-    from harness.analysis.dataset import CODEC, parse_lines
+    from harness.analysis import job
 
     spark = get_spark("local[2]")
     warm_up(spark)
-    with tempfile.TemporaryDirectory(prefix="zkfence-cds-") as d:
-        lines = spark.read.text(str(WARM_UP_HISTORY)).select(F.lit("run").alias("src_run"), F.col("value").alias("line"))
-        parse_lines(lines).write.option("compression", CODEC).partitionBy("src_run").parquet(d + "/events")
-        spark.read.parquet(d + "/events").groupBy("f").agg(F.percentile_approx("t_wall", 0.5)).collect()
+    job.warm_up(spark, runs=2, lines=1_000)  # the whole `harness analyze` job: ingest, tables, CSV, Parquet
     return _exit_jvm(spark)
 
 

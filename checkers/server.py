@@ -1,15 +1,22 @@
 """The check server: one warm SparkSession that ``harness check`` processes hand their project
-histories to, so a check from a cold process pays neither the JVM's start nor its cold JIT.
+histories to, so a check from a cold process pays neither the JVM's start nor its cold JIT; started
+with ``--batch``, ``harness analyze`` hands it its jobs too.
 
 ``harness check-server start`` runs ``python -m checkers.server`` detached. It starts a local session
 tuned for run-sized input (``checkers.spark.QUICK_JVM``), checks a small built-in history once so
 the JVM has compiled the checkers' code paths, then records ``STATE`` (pid, 127.0.0.1 port, a random
-key, master) and answers requests until ``stop`` or ``--idle-timeout`` seconds without one (so a
+key, master, batch) and answers requests until ``stop`` or ``--idle-timeout`` seconds without one (so a
 forgotten server does not hold its JVM forever). ``harness teardown`` stops it too.
+
+``--batch`` starts the session for throughput instead (``checkers.spark.BATCH_JVM``, the settings of an
+in-process ``harness analyze``) and also runs ``harness.analysis.job.warm_up``: on a latency-tuned JVM
+(C1 only) an analysis of 9M events took twice as long.
 
 A request is ``{"op": "check", "paths": [...]}``; the reply is ``{"results": {path: result}}`` from
 ``checkers.project.check_histories`` on the server's session (the verdicts of an in-process
-check), or ``{"error": "usage" | "crash", "message": ...}``. The transport is
+check), or ``{"error": "usage" | "crash", "message": ...}``. On a batch server,
+``{"op": "analyze", "store": ..., "out": ...}`` runs ``harness.analysis.job.analyze``; the reply is
+``{"outcome": Outcome}``. The transport is
 ``multiprocessing.connection`` on loopback, authenticated with the key (the state file is mode 0600).
 """
 
@@ -47,6 +54,7 @@ class ServerState:
     master: str
     started: float
     log: str
+    batch: bool = False  # a throughput-tuned session that takes `harness analyze` jobs
 
     @property
     def address(self) -> tuple[str, int]:
@@ -89,8 +97,18 @@ def check_remote(st: ServerState, paths: list[str]) -> dict[str, Any]:
     return {p: by_abs[str(Path(p).resolve())] for p in paths}
 
 
+def analyze_remote(st: ServerState, store: Path, out: Path) -> Any:
+    """``harness.analysis.job.analyze`` run by the server; its ``Outcome``."""
+    reply = request(st, {"op": "analyze", "store": str(store.resolve()), "out": str(out.resolve())})
+    if "error" in reply:
+        if reply["error"] == "usage":
+            raise UsageError(reply["message"])
+        raise RuntimeError(f"check server pid {st.pid}: {reply['message']}")
+    return reply["outcome"]
+
+
 def start(master: str | None = None, idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S, wait: float = 300.0,
-          path: Path = STATE) -> ServerState:
+          path: Path = STATE, batch: bool = False) -> ServerState:
     """Start a server (detached, in its own session) and wait until it answers; the running one if
     there is one already."""
     import subprocess
@@ -103,6 +121,8 @@ def start(master: str | None = None, idle_timeout: float = DEFAULT_IDLE_TIMEOUT_
     cmd = [sys.executable, "-m", "checkers.server", "--state", str(path), "--idle-timeout", str(idle_timeout)]
     if master:
         cmd += ["--spark-master", master]
+    if batch:
+        cmd.append("--batch")
     with open(log, "w", encoding="utf-8") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=Path(__file__).resolve().parent.parent)
@@ -140,22 +160,26 @@ def status(st: ServerState) -> dict[str, Any]:
 
 
 # --- the server process -------------------------------------------------------------------------------
-def serve(state_path: Path, master: str | None, idle_timeout: float) -> int:
-    from checkers.project import check_histories, warm_up
+def serve(state_path: Path, master: str | None, idle_timeout: float, batch: bool = False) -> int:
+    from checkers.project import warm_up
     from checkers.spark import get_spark, stop_spark
+    from harness.analysis import job
 
-    spark = get_spark(master, quick=True)
+    spark = get_spark(master, quick=not batch)
     print(f"warm-up check {warm_up(spark):.1f}s", flush=True)
+    if batch:
+        print(f"warm-up analysis {job.warm_up(spark):.1f}s", flush=True)
     key = secrets.token_bytes(32)
-    served = 0
+    served = {"check": 0, "analyze": 0}
     with Listener(("127.0.0.1", 0), authkey=key) as listener:
         st = ServerState(os.getpid(), process_start_time(os.getpid()), listener.address[1], key.hex(),
-                         str(spark.sparkContext.master), time.time(), str(state_path.with_name("server.log")))
+                         str(spark.sparkContext.master), time.time(), str(state_path.with_name("server.log")), batch)
         tmp = state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(st)), encoding="utf-8")
         tmp.chmod(0o600)
         os.replace(tmp, state_path)
-        print(f"check server pid {st.pid} on 127.0.0.1:{st.port}, session {st.master}", flush=True)
+        print(f"check server pid {st.pid} on 127.0.0.1:{st.port}, session {st.master}"
+              + (" (batch)" if batch else ""), flush=True)
         signal.signal(signal.SIGTERM, _interrupt)
         idle = _IdleWatch(st, idle_timeout)
         try:
@@ -178,12 +202,13 @@ def serve(state_path: Path, master: str | None, idle_timeout: float) -> int:
                     if op == "status":
                         conn.send({**asdict(st), "key": "", "served": served, "uptime_s": time.time() - st.started})
                         continue
-                    if op != "check":
-                        conn.send({"error": "crash", "message": f"unknown request {op!r}"})
+                    if op not in served or (op == "analyze" and not batch):
+                        conn.send({"error": "crash", "message": f"unknown request {op!r}"
+                                   + (" (a batch server's)" if op == "analyze" else "")})
                         continue
                     with idle.busy():
-                        conn.send(_check(check_histories, spark, msg.get("paths") or []))
-                    served += 1
+                        conn.send(_serve(op, msg, spark))
+                    served[op] += 1
         except KeyboardInterrupt:
             pass
         finally:
@@ -194,17 +219,25 @@ def serve(state_path: Path, master: str | None, idle_timeout: float) -> int:
     return 0
 
 
-def _check(check_histories: Any, spark: Any, paths: list[str]) -> dict[str, Any]:
+def _serve(op: str, msg: dict[str, Any], spark: Any) -> dict[str, Any]:
+    from checkers.project import check_histories
+    from harness.analysis import job
+
     t0 = time.monotonic()
     try:
-        results = check_histories(paths, spark=spark)
+        if op == "check":
+            paths = msg.get("paths") or []
+            reply, what = {"results": check_histories(paths, spark=spark)}, f"checked {len(paths)} histories"
+        else:
+            outcome = job.analyze(Path(msg["store"]), Path(msg["out"]), lambda: spark)
+            reply, what = {"outcome": outcome}, f"analyzed {msg['store']}"
     except UsageError as e:
         return {"error": "usage", "message": str(e)}
     except Exception as e:  # noqa: BLE001 - the client says what broke; the server keeps serving
         traceback.print_exc()
         return {"error": "crash", "message": f"{type(e).__name__}: {e}"}
-    print(f"checked {len(paths)} histories in {time.monotonic() - t0:.1f}s", flush=True)
-    return {"results": results}
+    print(f"{what} in {time.monotonic() - t0:.1f}s", flush=True)
+    return reply
 
 
 class _IdleWatch:
@@ -250,8 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--state", type=Path, default=STATE)
     p.add_argument("--spark-master")
     p.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S)
+    p.add_argument("--batch", action="store_true")
     args = p.parse_args(argv)
-    return serve(args.state, args.spark_master, args.idle_timeout)
+    return serve(args.state, args.spark_master, args.idle_timeout, args.batch)
 
 
 if __name__ == "__main__":

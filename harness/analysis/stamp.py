@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 STAMP = "tables.json"
 _KINDS = {k.__name__: k for k in (Rate, RecoveryRow, LatencyRow, Flaky)}
 # the code the tables depend on: a change to any of these recomputes them
-_CODE = ("pairing.py", "tables.py", "dataset.py", "runs.py")
+_CODE = ("pairing.py", "tables.py", "dataset.py", "runs.py", "job.py")
 
 
 @dataclass(frozen=True)

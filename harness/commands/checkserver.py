@@ -1,8 +1,10 @@
-"""`harness check-server start|stop|status`: a warm SparkSession for `harness check` (checkers.server)."""
+"""`harness check-server start|stop|status`: a warm SparkSession for `harness check`, and with `--batch`
+for `harness analyze` too (checkers.server)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from harness.errors import UsageError
@@ -16,26 +18,33 @@ def register(sub: argparse._SubParsersAction) -> None:
                                           "or local[*]); `harness check` uses the server only for the same master")
     p.add_argument("--idle-timeout", type=float, default=None, metavar="S",
                    help="stop after S seconds without a check (default 3600)")
+    p.add_argument("--batch", action="store_true",
+                   help="tune the session for large inputs and take `harness analyze` jobs as well (default: "
+                        "tuned for the latency of a run's check)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from checkers import server
 
-    if args.action != "start" and (args.spark_master or args.idle_timeout is not None):
-        raise UsageError(f"--spark-master and --idle-timeout go with `check-server start`, not {args.action}")
+    if args.action != "start" and (args.spark_master or args.idle_timeout is not None or args.batch):
+        raise UsageError(f"--spark-master, --idle-timeout and --batch go with `check-server start`, not {args.action}")
     if args.action == "start":
         if args.idle_timeout is not None and args.idle_timeout <= 0:
             raise UsageError("--idle-timeout must be positive")
         running = server.read_state()
         if running is not None:
             print(f"check server already running: pid {running.pid} on 127.0.0.1:{running.port}, "
-                  f"session {running.master}")
+                  f"session {running.master} ({_profile(running.batch)})")
+            if running.batch != args.batch:
+                print(f"harness check-server: the running server is {_profile(running.batch)}, not "
+                      f"{_profile(args.batch)}: `harness check-server stop` first", file=sys.stderr)
+                return 1
             return 0
         t0 = time.monotonic()
-        st = server.start(args.spark_master, args.idle_timeout or server.DEFAULT_IDLE_TIMEOUT_S)
+        st = server.start(args.spark_master, args.idle_timeout or server.DEFAULT_IDLE_TIMEOUT_S, batch=args.batch)
         print(f"check server started in {time.monotonic() - t0:.1f}s: pid {st.pid} on 127.0.0.1:{st.port}, "
-              f"session {st.master} (log {st.log})")
+              f"session {st.master} ({_profile(st.batch)}; log {st.log})")
         return 0
     if args.action == "stop":
         pid = server.stop()
@@ -46,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
         print("check server: none running")
         return 1
     info = server.status(st)
-    print(f"check server pid {st.pid} on 127.0.0.1:{st.port}, session {st.master}: up {info['uptime_s']:.0f}s, "
-          f"{info['served']} check(s) served (log {st.log})")
+    served = info["served"]
+    print(f"check server pid {st.pid} on 127.0.0.1:{st.port}, session {st.master} ({_profile(st.batch)}): "
+          f"up {info['uptime_s']:.0f}s, {served['check']} check(s) served"
+          + (f", {served['analyze']} analyze job(s)" if st.batch else "") + f" (log {st.log})")
     return 0
+
+
+def _profile(batch: bool) -> str:
+    return "batch: checks and analyze jobs" if batch else "quick: checks"

@@ -92,8 +92,65 @@ def test_check_on_the_server_then_stop_and_teardown(histories: list[str], tmp_pa
     assert gone(st, 30) and not server.STATE.exists()
 
 
+def _tables(stdout: str) -> str:
+    """What `harness analyze` printed before its summary line: the tables."""
+    return stdout.split("ingested ")[0]
+
+
+def test_analyze_on_a_batch_server_as_in_process(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.integration.test_analyze_command import QUEUE_RUN, STORED_RUN, rates
+
+    store = tmp_path / "store"
+    for run in (STORED_RUN, QUEUE_RUN):
+        shutil.copytree(run, store / run.parent.name / run.name)
+    half = store / "isolate-broker" / "20261123T151500.000"
+    half.mkdir(parents=True)
+    (half / "run.json").write_text("{}")  # a run still being written: skipped with the same warning
+    harness("check-server", "stop")
+    p = harness("check-server", "start")
+    st = server.read_state()
+    assert p.returncode == 0 and st is not None and not st.batch
+    try:  # a latency-tuned server takes no analysis: it runs in the calling process
+        p = harness("analyze", str(store), "--out", str(tmp_path / "beside-quick"))
+        assert p.returncode == 0 and "check server" not in p.stderr, p.stderr
+        p = harness("check-server", "start", "--batch")
+        assert p.returncode == 1 and "the running server is quick" in p.stderr, p.stdout + p.stderr
+    finally:
+        harness("check-server", "stop")
+    assert gone(st, 30)
+
+    p = harness("check-server", "start", "--batch", "--idle-timeout", "600")
+    st = server.read_state()
+    assert p.returncode == 0 and "batch" in p.stdout and st is not None and st.batch, p.stdout + p.stderr
+    try:
+        on = harness("analyze", str(store), "--out", str(tmp_path / "on"))
+        assert on.returncode == 0 and f"on the batch check server (pid {st.pid}" in on.stderr, on.stderr
+        local = harness("analyze", str(store), "--out", str(tmp_path / "local"), "--no-server")
+        assert local.returncode == 0 and "check server" not in local.stderr
+        for err in (on.stderr, local.stderr):
+            assert [ln for ln in err.splitlines() if "skipping" in ln] == [
+                f"harness analyze: skipping {half}: no results.json (half-written run?)"], err
+        assert _tables(on.stdout) == _tables(local.stdout) and "ingested 2 new run(s)" in on.stdout
+        for name in ("anomaly_rate", "heal_to_registration", "op_latency", "flaky"):
+            assert (tmp_path / "on" / f"{name}.csv").read_text() == (tmp_path / "local" / f"{name}.csv").read_text()
+        assert sum(runs for runs, _ in rates(tmp_path / "on").values()) >= 2
+        again = harness("analyze", str(store), "--out", str(tmp_path / "on"))  # nothing new: the saved tables
+        assert "ingested 0 new run(s)" in again.stdout and _tables(again.stdout) == _tables(on.stdout)
+        checked = harness("check", "--json", str(STORED_RUN))  # and it still checks
+        assert f"on the check server (pid {st.pid}" in checked.stderr and checked.returncode in (0, 1), checked.stderr
+        status = harness("check-server", "status")
+        assert "1 check(s) served, 2 analyze job(s)" in status.stdout, status.stdout
+    finally:
+        harness("check-server", "stop")
+    assert gone(st, 30) and not server.STATE.exists()
+
+
 def test_bad_flags_are_254() -> None:
     p = harness("check-server", "status", "--idle-timeout", "5")
     assert p.returncode == 254 and "--idle-timeout" in p.stderr
     p = harness("check-server", "start", "--idle-timeout", "0")
     assert p.returncode == 254 and "--idle-timeout must be positive" in p.stderr
+    p = harness("check-server", "stop", "--batch")
+    assert p.returncode == 254 and "--batch go with `check-server start`" in p.stderr
