@@ -207,8 +207,12 @@ def serve(state_path: Path, master: str | None, idle_timeout: float, batch: bool
                                    + (" (a batch server's)" if op == "analyze" else "")})
                         continue
                     with idle.busy():
-                        conn.send(_serve(op, msg, spark))
+                        reply = _serve(op, msg, spark)
                     served[op] += 1
+                    try:
+                        conn.send(reply)
+                    except OSError as e:  # the client was interrupted: the work is done, serve the next one
+                        print(f"client gone before the reply ({e})", flush=True)
         except KeyboardInterrupt:
             pass
         finally:
