@@ -135,6 +135,9 @@ def start(master: str | None = None, idle_timeout: float = DEFAULT_IDLE_TIMEOUT_
             raise RuntimeError(f"check server exited with code {proc.returncode} before it was ready; "
                                f"its log: {log}: {_tail(log)}")
         time.sleep(0.2)
+    kill_local_pid(proc.pid, signal.SIGTERM)  # still warming up: let it remove its temporary files
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=15)
     kill_local_pid(proc.pid)
     raise RuntimeError(f"check server not ready after {wait:.0f}s (stopped); its log: {log}")
 
@@ -165,10 +168,16 @@ def serve(state_path: Path, master: str | None, idle_timeout: float, batch: bool
     from checkers.spark import get_spark, stop_spark
     from harness.analysis import job
 
-    spark = get_spark(master, quick=not batch)
-    print(f"warm-up check {warm_up(spark):.1f}s", flush=True)
-    if batch:
-        print(f"warm-up analysis {job.warm_up(spark):.1f}s", flush=True)
+    signal.signal(signal.SIGTERM, _interrupt)  # stopped while warming up: the warm-up's temp dir goes too
+    try:
+        spark = get_spark(master, quick=not batch)
+        print(f"warm-up check {warm_up(spark):.1f}s", flush=True)
+        if batch:
+            print(f"warm-up analysis {job.warm_up(spark):.1f}s", flush=True)
+    except KeyboardInterrupt:
+        print("stopped while warming up", flush=True)
+        stop_spark()
+        return 0
     key = secrets.token_bytes(32)
     served = {"check": 0, "analyze": 0}
     with Listener(("127.0.0.1", 0), authkey=key) as listener:
@@ -180,7 +189,6 @@ def serve(state_path: Path, master: str | None, idle_timeout: float, batch: bool
         os.replace(tmp, state_path)
         print(f"check server pid {st.pid} on 127.0.0.1:{st.port}, session {st.master}"
               + (" (batch)" if batch else ""), flush=True)
-        signal.signal(signal.SIGTERM, _interrupt)
         idle = _IdleWatch(st, idle_timeout)
         try:
             while True:
