@@ -6,6 +6,7 @@
     python bench/analyze.py --runs 200 --master 'local[*]' --keep DIR
     python bench/analyze.py --events 9000 --repeat 3   # medians of 3 alternated samples (noise here: ±5%)
     python bench/analyze.py --events 9000 --server     # also through a batch check server (started and stopped here)
+    python bench/analyze.py --events 9000 --add 10     # then 10 new runs onto the 1,000 already ingested
 
 Generates N run directories from the real stored runs in ``tests/data/store/`` (each copy gets its
 own timestamp, run id and seed, one of a few toggle sets, a verdict flipped now and then, and its
@@ -17,6 +18,9 @@ in a fresh process:
 * with ``--server``, the same first call handed to a batch check server (``harness check-server start
   --batch``, started once before the samples and stopped after; its start is printed apart): the
   session a user keeps warm across calls;
+* with ``--add K``, K more runs added to the store and a call that ingests them onto the dataset of
+  the first N (a copy of it per side: in-process, and on the server with ``--server``), against
+  the plain process over all N + K runs (it has no dataset: it reads every run again);
 * the plain baseline: the same run reading (``harness.analysis.runs``) and the same pairing,
   percentiles and grouping (``harness.analysis.pairing``) in one Python process, writing the same
   CSVs and page (no Parquet: the plain process has no Parquet writer).
@@ -46,11 +50,13 @@ SOURCES = sorted((ROOT / "tests" / "data" / "store").glob("*/2*"))
 TOGGLE_SETS = ({}, {"reregister_on_expiry": False}, {"registration": "pre_2_2"}, {"broker_epoch_check": "off"})
 
 
-def generate(store: Path, n: int, seed: int = 13, events: int = 0, sources: list[Path] = SOURCES) -> None:
+def generate(store: Path, n: int, seed: int = 13, events: int = 0, sources: list[Path] = SOURCES,
+             start: int = 0) -> None:
     """``n`` runs copied from ``sources``; with ``events``, each history repeated end to end until it
-    has at least that many lines (the stored fixtures have 109 and 306; a `make run` writes about 9,000)."""
-    rng = random.Random(seed)
-    for i in range(n):
+    has at least that many lines (the stored fixtures have 109 and 306; a `make run` writes about 9,000).
+    ``start``: the first run's number (its time stamp), to add runs to a generated store."""
+    rng = random.Random(seed + start)
+    for i in range(start, start + n):
         src = sources[i % len(sources)]
         run = json.loads((src / "run.json").read_text())
         res = json.loads((src / "results.json").read_text())
@@ -147,6 +153,27 @@ def timed(cmd: list[str]) -> tuple[float, str]:
     return wall, p.stdout
 
 
+def _incremental(args: argparse.Namespace, base: Path, harness: list[str], *, served: bool,
+                 sources: list[Path]) -> None:
+    """``args.add`` new runs onto a copy of the first N's dataset, per side; plain over all of them."""
+    generate(base / "store", args.add, events=args.events, sources=sources, start=args.runs)
+    sides = [("in-process", ["--no-server"]), *([("on the batch check server", [])] if served else [])]
+    times = {}
+    for name, flags in sides:
+        out = base / f"inc-{len(times)}"
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(base / "spark", out)
+        wall, text = timed([*harness, *flags, "--out", str(out)])
+        if f"ingested {args.add} new run(s)" not in text:
+            raise SystemExit(f"bench/analyze.py --add: expected {args.add} new runs to be ingested, got:\n{text[-800:]}")
+        times[name] = wall
+    plain_s, runs = timed([sys.executable, str(Path(__file__).resolve()), "--plain-only", str(base / "store"),
+                           str(base / "plain-all")])
+    for name, wall in times.items():
+        print(f"{args.add} new runs onto {args.runs}, {name}: {wall:7.1f}s  ratio to plain over all {runs.strip()} "
+              f"runs ({plain_s:.1f}s) {wall / plain_s:5.2f}x")
+
+
 def _start_server(master: str) -> float:
     """Start a batch check server on ``master``; its start-up seconds. Refuses to use a running one
     (its session may be tuned or warmed otherwise, and it is not this bench's to stop)."""
@@ -174,11 +201,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="time the first call and the plain process K times each, alternated; print medians (default 1)")
     p.add_argument("--server", action="store_true",
                    help="also time the first call on a batch check server (started before, stopped after)")
+    p.add_argument("--add", type=int, default=0, metavar="K",
+                   help="then add K runs and time the call that ingests them onto the first N (default 0: not timed)")
     p.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (default: a temporary dir, removed)")
     p.add_argument("--plain-only", nargs=2, metavar=("STORE", "OUT"), help=argparse.SUPPRESS)  # the baseline's own process
     args = p.parse_args(argv)
-    if args.repeat < 1:
-        print(f"bench/analyze.py: --repeat {args.repeat}: must be at least 1", file=sys.stderr)
+    if args.repeat < 1 or args.add < 0:
+        flag = f"--repeat {args.repeat}: must be at least 1" if args.repeat < 1 else f"--add {args.add}: must be at least 0"
+        print(f"bench/analyze.py: {flag}", file=sys.stderr)
         return 254
     if args.plain_only:
         print(plain(Path(args.plain_only[0]), Path(args.plain_only[1])))
@@ -228,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"harness analyze {args.master}, second call (nothing new):       {second:7.1f}s  ratio to plain {second / base_s:5.2f}x")
         print(f"plain Python, one process ({text.strip()} runs):                   {base_s:7.1f}s{_samples(plains)}")
         print(f"target: Spark <= 0.6x plain; the four CSVs identical between the two: {same}")
+        if args.add:
+            _incremental(args, base, harness, served=server_start is not None, sources=sources)
     finally:
         if server_start is not None:
             subprocess.run([sys.executable, "-m", "harness.cli", "check-server", "stop"], capture_output=True, cwd=ROOT)
