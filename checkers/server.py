@@ -10,7 +10,7 @@ forgotten server does not hold its JVM forever). ``harness teardown`` stops it t
 
 ``--batch`` starts the session for throughput instead (``checkers.spark.BATCH_JVM``, the settings of an
 in-process ``harness analyze``) and also runs ``harness.analysis.job.warm_up``: on a latency-tuned JVM
-(C1 only) an analysis of 9M events took twice as long.
+(C1 only) the ingest of 9M events took twice as long.
 
 A request is ``{"op": "check", "paths": [...]}``; the reply is ``{"results": {path: result}}`` from
 ``checkers.project.check_histories`` on the server's session (the verdicts of an in-process

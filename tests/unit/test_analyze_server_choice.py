@@ -17,7 +17,7 @@ def state(master: str, batch: bool) -> ServerState:
     (state("local[*]", True), None, None, True),
     (state("local[2]", True), "local[2]", None, True),
     (state("local[2]", True), None, "local[2]", True),  # $HARNESS_SPARK_MASTER as the flag's default
-    (state("local[*]", False), None, None, False),  # latency-tuned: an analysis there took twice as long
+    (state("local[*]", False), None, None, False),  # latency-tuned: an ingest there took twice as long
     (state("local[*]", True), "local[2]", None, False),  # another master
     (None, None, None, False),
 ])
