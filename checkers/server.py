@@ -88,23 +88,24 @@ def request(st: ServerState, message: dict[str, Any], timeout: float | None = No
 
 def check_remote(st: ServerState, paths: list[str]) -> dict[str, Any]:
     """{path: result} checked by the server; a bad history is the same ``UsageError`` as in-process."""
-    reply = request(st, {"op": "check", "paths": [str(Path(p).resolve()) for p in paths]})
-    if "error" in reply:
-        if reply["error"] == "usage":
-            raise UsageError(reply["message"])
-        raise RuntimeError(f"check server pid {st.pid}: {reply['message']}")
-    by_abs = reply["results"]
+    by_abs = _work(st, {"op": "check", "paths": [str(Path(p).resolve()) for p in paths]}, "results")
     return {p: by_abs[str(Path(p).resolve())] for p in paths}
 
 
 def analyze_remote(st: ServerState, store: Path, out: Path) -> Any:
     """``harness.analysis.job.analyze`` run by the server; its ``Outcome``."""
-    reply = request(st, {"op": "analyze", "store": str(store.resolve()), "out": str(out.resolve())})
+    return _work(st, {"op": "analyze", "store": str(store.resolve()), "out": str(out.resolve())}, "outcome")
+
+
+def _work(st: ServerState, message: dict[str, Any], field: str) -> Any:
+    """The ``field`` of the server's reply to a work request; its error raised as in-process (bad
+    input a ``UsageError``)."""
+    reply = request(st, message)
     if "error" in reply:
         if reply["error"] == "usage":
             raise UsageError(reply["message"])
         raise RuntimeError(f"check server pid {st.pid}: {reply['message']}")
-    return reply["outcome"]
+    return reply[field]
 
 
 def start(master: str | None = None, idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S, wait: float = 300.0,

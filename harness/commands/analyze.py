@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING
 from harness.errors import EXIT_BAD_INPUT
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from checkers.server import ServerState
 
 
@@ -59,9 +57,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"harness analyze: on the batch check server (pid {remote.pid}, {remote.master})", file=sys.stderr)
         outcome = analyze_remote(remote, store, out)
     else:
+        from checkers.spark import get_spark
         from harness.analysis.job import analyze
 
-        outcome = analyze(store, out, lambda: _spark(args.spark_master))
+        outcome = analyze(store, out, lambda: get_spark(args.spark_master))
     for line in outcome.warnings:
         print(line, file=sys.stderr)
     for t in outcome.tables:
@@ -69,12 +68,6 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"{outcome.summary}; tables {out}/{{{','.join(t.name for t in outcome.tables)}}}.{{csv,parquet}}, "
                   f"{out / PAGE}; {time.monotonic() - t0:.1f}s")
     return 0
-
-
-def _spark(master: str | None) -> SparkSession:
-    from checkers.spark import get_spark
-
-    return get_spark(master)
 
 
 def _server_for(master: str | None) -> ServerState | None:
