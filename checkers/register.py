@@ -11,8 +11,10 @@ invoke + completion into a WGL op:
   effect); a read is dropped (it changed nothing).
 
 An illegal key's anomaly cites the op the search could not linearize (invoke and completion ids)
-and, when that op is a read, the write or cas that had already completed with a later version
-before the read began: the stale read. A history without register ops has ``register_ops`` 0.
+and, when that op is a read, the op that proves it stale: the write or cas that had already
+completed with a later version before the read began or, when none had (the later version's write
+was still pending, or its outcome unknown), a read that had returned a later version before it
+began. A history without register ops has ``register_ops`` 0.
 """
 
 from __future__ import annotations
@@ -48,24 +50,35 @@ def register_op(inv: Row, done: Row | None) -> tuple[str, Any, Any] | None:
     return f, (f, inv["v_key"], arg), out
 
 
-def stale_writes(ops: list[Op], blocker: Op) -> list[Op]:
-    """For a read that cannot be linearized: the writes/cas of its key that completed, with a later
-    version than it returned, before it was invoked (it read a state older than they left)."""
+def stale_witnesses(ops: list[Op], blocker: Op) -> list[Op]:
+    """For a read that cannot be linearized: the latest op of its key that completed before the read
+    was invoked with a later version than the read returned (it read a state older than that op
+    saw). A write or cas is preferred; a read is the witness only when no write or cas is: with
+    plain reads, a server that is ahead can show a write before its client hears it succeeded."""
     if blocker.f != "read" or blocker.output is UNKNOWN:
         return []
     _, version = blocker.output
     key = blocker.input[1]
-    return sorted((o for o in ops if o.f in ("write", "cas") and o.input[1] == key and isinstance(o.output, int)
-                   and not isinstance(o.output, bool) and o.output > version and o.ret < blocker.call),
-                  key=lambda o: -o.ret)[:1]
+
+    def seen(o: Op) -> int | None:
+        if o.input[1] != key or o.ret >= blocker.call:
+            return None
+        if o.f == "read":
+            return o.output[1] if isinstance(o.output, tuple) else None
+        return o.output if isinstance(o.output, int) and not isinstance(o.output, bool) else None
+
+    later = [o for o in ops if (v := seen(o)) is not None and v > version]
+    writes = [o for o in later if o.f != "read"]
+    return sorted(writes or later, key=lambda o: -o.ret)[:1]
 
 
 def explain_stale_read(ops: list[Op], blocker: Op, describe: Callable[[Op], str]) -> tuple[str, list[Op]]:
-    stale = stale_writes(ops, blocker)
+    stale = stale_witnesses(ops, blocker)
     if not stale:
         return "", []
     w = stale[0]
-    return f"stale read: {describe(blocker)} began after {describe(w)} had completed (version {w.output})", stale
+    version = w.output[1] if w.f == "read" else w.output
+    return f"stale read: {describe(blocker)} began after {describe(w)} had completed (version {version})", stale
 
 
 REGISTER = WorkloadLinearizable(NAME, READS, register_op, VersionedRegister, "register_ops", explain_stale_read)

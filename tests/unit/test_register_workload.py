@@ -124,6 +124,27 @@ def test_checker_cites_the_stale_read_and_the_write_it_missed() -> None:
     assert a["event_ids"] == ["client/3", "client/4", "client/1", "client/2"]
 
 
+# the write of version 2 has not completed when the lagging server's read begins: the only proof of
+# staleness is another server's read that had already returned version 2
+STALE_AFTER_A_READ = STALE[:2] + [
+    ("reg_write", "invoke", 2, {"key": "k0", "value": "p2-0"}),
+    ("reg_read", "invoke", 3, {"key": "k0", "mode": "plain"}),
+    ("reg_read", "ok", 3, {"key": "k0", "mode": "plain", "value": "p2-0", "version": 2, "server": "zk2"}),
+    ("reg_read", "invoke", 1, {"key": "k0", "mode": "plain"}),
+    ("reg_read", "ok", 1, {"key": "k0", "mode": "plain", "value": "p0-0", "version": 1, "server": "zk3"}),
+    ("reg_write", "ok", 2, {"key": "k0", "value": "p2-0", "version": 2, "server": "zk2"}),
+]
+
+
+def test_checker_cites_the_read_that_saw_a_later_version_when_no_write_had_completed() -> None:
+    r = _check(_rows(STALE_AFTER_A_READ))
+    assert r["valid"] is False
+    (a,) = r["anomalies"]
+    assert a["message"].startswith("stale read: client/6 process 1 read None -> ('p0-0', 1) began after "
+                                   "client/4 process 3 read None -> ('p2-0', 2) had completed (version 2)")
+    assert a["event_ids"] == ["client/6", "client/7", "client/4", "client/5"]
+
+
 def test_checker_valid_on_a_linearizable_history_and_silent_without_register_ops() -> None:
     ok = STALE[:2] + [("reg_read", "invoke", 1, {"key": "k0", "mode": "sync"}),
                       ("reg_read", "ok", 1, {"key": "k0", "value": "p0-0", "version": 1})]
