@@ -9,6 +9,7 @@ ingest's and the tables' code paths before real runs arrive.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 PAGE = "analysis.html"
 WARM_UP_HISTORY = Path(__file__).with_name("warm_up.jsonl")
 WARM_UP_RUNS, WARM_UP_LINES = 20, 10_000  # about a `make run`'s size each
+WARM_UP_PREFIX = "zkfence-analyze-warm-up-"  # + "<pid>-<start>-": whose it is, for `harness teardown`
 
 
 @dataclass
@@ -108,7 +110,10 @@ def warm_up(spark: SparkSession, runs: int = WARM_UP_RUNS, lines: int = WARM_UP_
     t0 = time.perf_counter()
     history = [ln for ln in WARM_UP_HISTORY.read_text(encoding="utf-8").splitlines() if ln.strip()]
     text = "\n".join(history * -(-lines // len(history))) + "\n"
-    with tempfile.TemporaryDirectory(prefix="zkfence-analyze-warm-up-") as tmp:
+    from harness.localstate import process_start_time
+
+    owner = f"{WARM_UP_PREFIX}{os.getpid()}-{process_start_time(os.getpid())}-"
+    with tempfile.TemporaryDirectory(prefix=owner) as tmp:
         store = Path(tmp) / "store"
         for i in range(runs):
             run_dir = store / "warm-up" / f"20260101T000000.{i:03d}"
@@ -119,3 +124,17 @@ def warm_up(spark: SparkSession, runs: int = WARM_UP_RUNS, lines: int = WARM_UP_
             (run_dir / "history.jsonl").write_text(text, encoding="utf-8")
         analyze(store, Path(tmp) / "out", lambda: spark)
     return time.perf_counter() - t0
+
+
+def orphaned_warm_ups(tmp: Path) -> list[Path]:
+    """The warm-up stores under ``tmp`` whose process is gone (killed mid warm-up, so its
+    ``TemporaryDirectory`` was never removed); a live owner's are left alone."""
+    from harness.localstate import owner_alive
+
+    out = []
+    for d in sorted(tmp.glob(f"{WARM_UP_PREFIX}*")):
+        pid, start, *_ = d.name[len(WARM_UP_PREFIX):].split("-") + ["", ""]
+        alive = pid.isdigit() and start.isdigit() and owner_alive(int(pid), int(start))
+        if d.is_dir() and not alive:
+            out.append(d)
+    return out

@@ -7,6 +7,7 @@ import contextlib
 import json
 import shlex
 import shutil
+import tempfile
 from pathlib import Path
 
 from harness.localstate import STATE_DIR, owner_alive
@@ -23,13 +24,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from checkers import server
+    from harness.analysis.job import orphaned_warm_ups
 
     stopped = server.stop()
     if stopped is not None:
         print(f"teardown: stopped the check server (pid {stopped})")
+    orphans = orphaned_warm_ups(Path(tempfile.gettempdir()))
+    for d in orphans:  # a batch server killed while it warmed up
+        shutil.rmtree(d, ignore_errors=True)
+        print(f"teardown: removed {d}, the warm-up store of a process that is gone")
     states = sorted(STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []
     if not states:
-        if stopped is None:
+        if stopped is None and not orphans:
             print("teardown: nothing recorded; nothing to do")
         return 0
     for path in states:
