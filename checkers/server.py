@@ -65,6 +65,10 @@ class ServerState:
         return owner_alive(self.pid, self.start_time)
 
 
+class NotReady(RuntimeError):
+    """The server exited or did not answer before it was ready (stopped): the message names its log."""
+
+
 def read_state(path: Path = STATE) -> ServerState | None:
     """The recorded server if its process is alive; a stale record is removed."""
     try:
@@ -109,15 +113,25 @@ def _work(st: ServerState, message: dict[str, Any], field: str) -> Any:
 
 
 def start(master: str | None = None, idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S, wait: float = 300.0,
-          path: Path = STATE, batch: bool = False) -> ServerState:
-    """Start a server (detached, in its own session) and wait until it answers; the running one if
-    there is one already."""
+          path: Path = STATE, batch: bool = False) -> tuple[ServerState, bool]:
+    """Start a server (detached, in its own session) and wait until it answers: (its record, True);
+    (the running one's, False) if there is one already. Concurrent starts take turns (a lock file
+    beside the record): the second finds the first's server, where both used to start one and wait
+    for a record the other overwrote."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name("start.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        running = read_state(path)
+        if running is not None:
+            return running, False
+        return _start(master, idle_timeout, wait, path, batch), True
+
+
+def _start(master: str | None, idle_timeout: float, wait: float, path: Path, batch: bool) -> ServerState:
     import subprocess
 
-    running = read_state(path)
-    if running is not None:
-        return running
-    path.parent.mkdir(parents=True, exist_ok=True)
     log = path.with_name("server.log")
     cmd = [sys.executable, "-m", "checkers.server", "--state", str(path), "--idle-timeout", str(idle_timeout)]
     if master:
@@ -133,14 +147,14 @@ def start(master: str | None = None, idle_timeout: float = DEFAULT_IDLE_TIMEOUT_
         if st is not None and st.pid == proc.pid:
             return st
         if proc.poll() is not None:
-            raise RuntimeError(f"check server exited with code {proc.returncode} before it was ready; "
+            raise NotReady(f"check server exited with code {proc.returncode} before it was ready; "
                                f"its log: {log}: {_tail(log)}")
         time.sleep(0.2)
     kill_local_pid(proc.pid, signal.SIGTERM)  # still warming up: let it remove its temporary files
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=15)
     kill_local_pid(proc.pid)
-    raise RuntimeError(f"check server not ready after {wait:.0f}s (stopped); its log: {log}")
+    raise NotReady(f"check server not ready after {wait:.0f}s (stopped); its log: {log}")
 
 
 def stop(path: Path = STATE) -> int | None:

@@ -32,19 +32,23 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "start":
         if args.idle_timeout is not None and args.idle_timeout <= 0:
             raise UsageError("--idle-timeout must be positive")
-        running = server.read_state()
-        if running is not None:
-            print(f"check server already running: pid {running.pid} on 127.0.0.1:{running.port}, "
-                  f"session {running.master} ({_profile(running.batch)})")
-            if running.batch != args.batch:
-                print(f"harness check-server: the running server is {_profile(running.batch)}, not "
-                      f"{_profile(args.batch)}: `harness check-server stop` first", file=sys.stderr)
-                return 1
-            return 0
         t0 = time.monotonic()
-        st = server.start(args.spark_master, args.idle_timeout or server.DEFAULT_IDLE_TIMEOUT_S, batch=args.batch)
-        print(f"check server started in {time.monotonic() - t0:.1f}s: pid {st.pid} on 127.0.0.1:{st.port}, "
-              f"session {st.master} ({_profile(st.batch)}; log {st.log})")
+        try:
+            st, started = server.start(args.spark_master, args.idle_timeout or server.DEFAULT_IDLE_TIMEOUT_S,
+                                       batch=args.batch)
+        except server.NotReady as e:
+            print(f"harness check-server: {e}", file=sys.stderr)
+            return 1
+        if started:
+            print(f"check server started in {time.monotonic() - t0:.1f}s: pid {st.pid} on 127.0.0.1:{st.port}, "
+                  f"session {st.master} ({_profile(st.batch)}; log {st.log})")
+            return 0
+        print(f"check server already running: pid {st.pid} on 127.0.0.1:{st.port}, "
+              f"session {st.master} ({_profile(st.batch)})")
+        if st.batch != args.batch:
+            print(f"harness check-server: the running server is {_profile(st.batch)}, not "
+                  f"{_profile(args.batch)}: `harness check-server stop` first", file=sys.stderr)
+            return 1
         return 0
     if args.action == "stop":
         pid = server.stop()
