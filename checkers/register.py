@@ -11,10 +11,11 @@ invoke + completion into a WGL op:
   effect); a read is dropped (it changed nothing).
 
 An illegal key's anomaly cites the op the search could not linearize (invoke and completion ids)
-and, when that op is a read, the op that proves it stale: the write or cas that had already
-completed with a later version before the read began or, when none had (the later version's write
-was still pending, or its outcome unknown), a read that had returned a later version before it
-began. A history without register ops has ``register_ops`` 0.
+and, when that op is a read, the ops that prove it stale (``stale_witnesses``): a write or cas that
+had already completed with a later version before the read began or, when none had (the later
+version's write was still pending, or its outcome unknown), a read that had returned a later
+version, or a cas expecting the read's version that had failed. A history without register ops has
+``register_ops`` 0.
 """
 
 from __future__ import annotations
@@ -50,35 +51,61 @@ def register_op(inv: Row, done: Row | None) -> tuple[str, Any, Any] | None:
     return f, (f, inv["v_key"], arg), out
 
 
+def _seen(o: Op, key: str, before: float) -> int | None:
+    """The version ``o`` showed, if it is an op of ``key`` that completed before ``before``: a write's
+    or cas's new version, a read's version."""
+    if o.input[1] != key or o.ret >= before:
+        return None
+    if o.f == "read":
+        return o.output[1] if isinstance(o.output, tuple) else None
+    return o.output if isinstance(o.output, int) and not isinstance(o.output, bool) else None
+
+
+def _latest(ops: list[Op]) -> list[Op]:
+    return sorted(ops, key=lambda o: -o.ret)[:1]
+
+
 def stale_witnesses(ops: list[Op], blocker: Op) -> list[Op]:
-    """For a read that cannot be linearized: the latest op of its key that completed before the read
-    was invoked with a later version than the read returned (it read a state older than that op
-    saw). A write or cas is preferred; a read is the witness only when no write or cas is: with
-    plain reads, a server that is ahead can show a write before its client hears it succeeded."""
+    """For a read that cannot be linearized, the ops of its key that prove it read a state older than
+    one already left before it was invoked, the latest first:
+
+    * a write or cas that had completed with a later version;
+    * else a read that had returned a later version (with plain reads, a server that is ahead
+      shows a write before its writer hears it succeeded);
+    * else a cas expecting the read's version that had failed (BadVersion: the version was no longer
+      that) together with the op that showed it had reached that version before the cas began (none
+      needed for version 0, where every register starts)."""
     if blocker.f != "read" or blocker.output is UNKNOWN:
         return []
     _, version = blocker.output
     key = blocker.input[1]
-
-    def seen(o: Op) -> int | None:
-        if o.input[1] != key or o.ret >= blocker.call:
-            return None
-        if o.f == "read":
-            return o.output[1] if isinstance(o.output, tuple) else None
-        return o.output if isinstance(o.output, int) and not isinstance(o.output, bool) else None
-
-    later = [o for o in ops if (v := seen(o)) is not None and v > version]
-    writes = [o for o in later if o.f != "read"]
-    return sorted(writes or later, key=lambda o: -o.ret)[:1]
+    later = [o for o in ops if (v := _seen(o, key, blocker.call)) is not None and v > version]
+    if later:
+        return _latest([o for o in later if o.f != "read"] or later)
+    failed = [o for o in ops if o.f == "cas" and o.output is False and o.input[1] == key
+              and o.input[2][0] == version and o.ret < blocker.call]
+    for cas in sorted(failed, key=lambda o: -o.ret):
+        if version == 0:
+            return [cas]
+        basis = _latest([o for o in ops if (v := _seen(o, key, cas.call)) is not None and v >= version])
+        if basis:
+            return [cas, *basis]
+    return []
 
 
 def explain_stale_read(ops: list[Op], blocker: Op, describe: Callable[[Op], str]) -> tuple[str, list[Op]]:
     stale = stale_witnesses(ops, blocker)
     if not stale:
         return "", []
-    w = stale[0]
-    version = w.output[1] if w.f == "read" else w.output
-    return f"stale read: {describe(blocker)} began after {describe(w)} had completed (version {version})", stale
+    w, read = stale[0], describe(blocker)
+    if w.output is not False:
+        version = w.output[1] if w.f == "read" else w.output
+        return f"stale read: {read} began after {describe(w)} had completed (version {version})", stale
+    _, version = blocker.output
+    why = f"the version was no longer {version}"
+    if len(stale) > 1:
+        why += f", which {describe(stale[1])} had shown before the cas began"
+    return f"stale read: {read} began after {describe(w)} had failed ({why})", stale
 
 
 REGISTER = WorkloadLinearizable(NAME, READS, register_op, VersionedRegister, "register_ops", explain_stale_read)

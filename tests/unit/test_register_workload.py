@@ -145,6 +145,39 @@ def test_checker_cites_the_read_that_saw_a_later_version_when_no_write_had_compl
     assert a["event_ids"] == ["client/6", "client/7", "client/4", "client/5"]
 
 
+def test_checker_cites_a_failed_cas_and_what_it_expected_when_nothing_showed_a_later_version() -> None:
+    # process 2 saw version 1, then its cas expecting 1 failed: the pending write had made version 2;
+    # process 1's read of version 1 after that is stale, though no op had shown version 2 yet
+    rows = _rows(STALE[:2] + [
+        ("reg_read", "invoke", 2, {"key": "k0", "mode": "plain"}),
+        ("reg_read", "ok", 2, {"key": "k0", "mode": "plain", "value": "p0-0", "version": 1, "server": "zk2"}),
+        ("reg_write", "invoke", 3, {"key": "k0", "value": "p3-0"}),
+        ("reg_cas", "invoke", 2, {"key": "k0", "value": "p2-1"}),
+        ("reg_cas", "fail", 2, {"key": "k0", "value": "p2-1", "expected": 1, "error": "bad version", "server": "zk2"}),
+        ("reg_read", "invoke", 1, {"key": "k0", "mode": "plain"}),
+        ("reg_read", "ok", 1, {"key": "k0", "mode": "plain", "value": "p0-0", "version": 1, "server": "zk3"}),
+        ("reg_write", "ok", 3, {"key": "k0", "value": "p3-0", "version": 2, "server": "zk2"}),
+    ])
+    (a,) = _check(rows)["anomalies"]
+    assert a["message"].startswith(
+        "stale read: client/8 process 1 read None -> ('p0-0', 1) began after client/6 process 2 cas (1, 'p2-1') -> "
+        "False had failed (the version was no longer 1, which client/3 process 2 read None -> ('p0-0', 1) had "
+        "shown before the cas began)"), a["message"]
+    assert a["event_ids"] == ["client/8", "client/9", "client/6", "client/7", "client/3", "client/4"]
+    # version 0 needs no op to show it: every register starts there
+    rows = _rows([
+        ("reg_write", "invoke", 0, {"key": "k0", "value": "p0-0"}),
+        ("reg_cas", "invoke", 2, {"key": "k0", "value": "p2-0"}),
+        ("reg_cas", "fail", 2, {"key": "k0", "value": "p2-0", "expected": 0, "error": "bad version", "server": "zk2"}),
+        ("reg_read", "invoke", 1, {"key": "k0", "mode": "plain"}),
+        ("reg_read", "ok", 1, {"key": "k0", "mode": "plain", "value": None, "version": 0, "server": "zk3"}),
+    ])
+    (a,) = _check(rows)["anomalies"]
+    assert a["message"].startswith("stale read: client/4 process 1 read None -> (None, 0) began after client/2 "
+                                   "process 2 cas (0, 'p2-0') -> False had failed (the version was no longer 0);")
+    assert a["event_ids"] == ["client/4", "client/5", "client/2", "client/3"]
+
+
 def test_checker_valid_on_a_linearizable_history_and_silent_without_register_ops() -> None:
     ok = STALE[:2] + [("reg_read", "invoke", 1, {"key": "k0", "mode": "sync"}),
                       ("reg_read", "ok", 1, {"key": "k0", "value": "p0-0", "version": 1})]
