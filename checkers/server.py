@@ -148,7 +148,7 @@ def _start(master: str | None, idle_timeout: float, wait: float, path: Path, bat
             return st
         if proc.poll() is not None:
             raise NotReady(f"check server exited with code {proc.returncode} before it was ready; "
-                               f"its log: {log}: {_tail(log)}")
+                           f"its log: {log}: {_tail(log)}")
         time.sleep(0.2)
     kill_local_pid(proc.pid, signal.SIGTERM)  # still warming up: let it remove its temporary files
     with contextlib.suppress(subprocess.TimeoutExpired):

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.localstate import owner_alive, process_start_time
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -110,8 +112,6 @@ def warm_up(spark: SparkSession, runs: int = WARM_UP_RUNS, lines: int = WARM_UP_
     t0 = time.perf_counter()
     history = [ln for ln in WARM_UP_HISTORY.read_text(encoding="utf-8").splitlines() if ln.strip()]
     text = "\n".join(history * -(-lines // len(history))) + "\n"
-    from harness.localstate import process_start_time
-
     owner = f"{WARM_UP_PREFIX}{os.getpid()}-{process_start_time(os.getpid())}-"
     with tempfile.TemporaryDirectory(prefix=owner) as tmp:
         store = Path(tmp) / "store"
@@ -129,11 +129,9 @@ def warm_up(spark: SparkSession, runs: int = WARM_UP_RUNS, lines: int = WARM_UP_
 def orphaned_warm_ups(tmp: Path) -> list[Path]:
     """The warm-up stores under ``tmp`` whose process is gone (killed mid warm-up, so its
     ``TemporaryDirectory`` was never removed); a live owner's are left alone."""
-    from harness.localstate import owner_alive
-
     out = []
     for d in sorted(tmp.glob(f"{WARM_UP_PREFIX}*")):
-        pid, start, *_ = d.name[len(WARM_UP_PREFIX):].split("-") + ["", ""]
+        pid, start, _ = (d.name.removeprefix(WARM_UP_PREFIX) + "--").split("-", 2)
         alive = pid.isdigit() and start.isdigit() and owner_alive(int(pid), int(start))
         if d.is_dir() and not alive:
             out.append(d)

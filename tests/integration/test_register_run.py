@@ -112,6 +112,6 @@ def test_plain_follower_reads_while_a_follower_lags_are_shown_stale(tmp_path):
     if seen_ok.type == "fail":  # a cas expecting the version read had failed: the version was no longer that
         assert seen_ok.f == "reg_cas" and seen_ok.value["error"] == "bad version"
         assert seen_ok.value["expected"] == read_ok.value["version"]
-    else:  # an op had shown a later version; a server's state only moves forward, so another server's
+    else:  # an op had shown a later version: on another server, as a server's state only moves forward
         assert seen_ok.type == "ok" and read_ok.value["version"] < seen_ok.value["version"]
         assert read_ok.value["server"] != seen_ok.value["server"]

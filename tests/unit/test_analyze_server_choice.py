@@ -35,23 +35,3 @@ def test_a_state_file_from_before_batch_reads_as_a_quick_server() -> None:
     doc = {"pid": 1, "start_time": None, "port": 1, "key": "00", "master": "local[*]", "started": 0.0, "log": "l"}
     assert ServerState(**doc).batch is False
 
-
-def test_teardown_removes_only_the_warm_up_stores_of_processes_that_are_gone(tmp_path) -> None:  # noqa: ANN001
-    import os
-    import subprocess
-
-    from harness.analysis.job import WARM_UP_PREFIX, orphaned_warm_ups
-    from harness.localstate import process_start_time
-
-    me = os.getpid()
-    gone = subprocess.Popen(["true"])
-    gone_start = process_start_time(gone.pid) or 1
-    gone.wait()
-    live = tmp_path / f"{WARM_UP_PREFIX}{me}-{process_start_time(me)}-ab_c1"
-    dead = tmp_path / f"{WARM_UP_PREFIX}{gone.pid}-{gone_start}-xyz"
-    reused = tmp_path / f"{WARM_UP_PREFIX}{me}-{(process_start_time(me) or 0) + 1}-q"  # same pid, another process
-    older = tmp_path / f"{WARM_UP_PREFIX}k2j_x9"  # named before the owner was part of the name
-    for d in (live, dead, reused, older):
-        d.mkdir()
-    (tmp_path / "other").mkdir()
-    assert orphaned_warm_ups(tmp_path) == sorted([dead, reused, older])
