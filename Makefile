@@ -11,9 +11,9 @@ APT_PACKAGES := zookeeper openssh-server libslf4j-java default-jre-headless ipro
 PYTEST_ARGS ?=
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 
-.PHONY: install run test lint clean teardown apt toxiproxy venv cds
+.PHONY: install run test lint clean teardown apt toxiproxy venv udfs cds
 
-install: apt toxiproxy venv cds
+install: apt toxiproxy venv udfs cds
 
 apt:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -37,10 +37,16 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	@touch $@
 
+# The project's JVM functions for Spark (checkers/udfs.py): a jar compiled from checkers/java/ when the
+# one for these sources and this pyspark is missing. Only an optimization: without javac, sessions
+# run the Spark expressions they stand for.
+udfs: venv
+	-@$(VENV)/bin/python -m checkers.udfs
+
 # The Spark driver's class-data-sharing archive (checkers/cds.py): sessions start in half the time.
 # Built when the one for this Java and pyspark is missing; only an optimization: without it (a
 # failure) sessions start as before.
-cds: apt venv
+cds: apt venv udfs
 	-@$(VENV)/bin/python -m checkers.cds --if-missing
 
 # The default test with the queue workload: thousands of client operations, recorded and checked.

@@ -3,7 +3,7 @@
 ``get_spark()`` returns a process-wide session (created once, reused). The master is, in order:
 the ``master`` argument (the ``--spark-master`` flag), env ``HARNESS_SPARK_MASTER``, ``local[*]``.
 A master that is not ``local[...]`` gets the project's packages shipped to its executors
-(``checkers.ship``). ``start_spark_in_background()`` warms it on a worker thread so a run can pay the JVM start-up
+(``checkers.ship``); every session gets the project's JVM functions (``checkers.udfs``). ``start_spark_in_background()`` warms it on a worker thread so a run can pay the JVM start-up
 while the cluster is still running.
 
 ``quick=True`` (a run, or ``harness check`` on run-sized input) starts a local session's JVM for
@@ -60,7 +60,7 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
     with _lock:
         from pyspark.sql import SparkSession
 
-        from checkers import cds
+        from checkers import cds, udfs
 
         active = SparkSession.getActiveSession()
         if active is not None:
@@ -91,6 +91,9 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
             .config("spark.driver.extraJavaOptions",
                     f"{_log_opts()} {cds.jvm_options()}" + (f" {QUICK_JVM if quick else BATCH_JVM}" if local else ""))
         )
+        jar = udfs.jar()
+        if jar is not None:  # the driver's classes, and fetched by a cluster's executors
+            builder = builder.config("spark.jars", str(jar))
         if local:
             builder = (
                 builder.config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
@@ -102,6 +105,8 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
                 builder = builder.config(k, v)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
+        if jar is not None:
+            udfs.register(spark)
         from checkers.ship import ship
 
         ship(spark)

@@ -26,7 +26,7 @@ from checkers.spark import literal_paths, read_path
 from harness.analysis.runs import CheckRow
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 CHECKS = "checks"
 EVENTS = "events"
@@ -35,9 +35,9 @@ LINES = ("run_dir", "test", "date", "batch", "line")
 CODEC = "zstd"
 # What ingest parses out of each line (``value``'s fields: only of the nemesis's events, the heals
 # ``pairing.is_heal`` judges by them; any other event's are in ``line``).
-_TOP = ("src", "seq", "f", "type", "t_wall", "t_mono", "process")
-_OF_VALUE = ("stage", "phase", "instant", "reason")
-PARSED = (*_TOP, *_OF_VALUE)
+ENVELOPE = ("src", "seq", "f", "type", "t_wall", "t_mono", "process")
+OF_VALUE = ("stage", "phase", "instant", "reason")
+PARSED = (*ENVELOPE, *OF_VALUE)
 EVENTS_SCHEMA = ("run_dir string, test string, date string, batch string, line string, parsed boolean, src string, "
                  "seq long, f string, type string, t_wall double, t_mono long, process string, stage string, "
                  "phase string, instant boolean, reason string")
@@ -67,21 +67,34 @@ def read_events(spark: SparkSession, out: Path) -> DataFrame | None:
     return fresh.unionByName(parse_lines(ev.filter(F.col("parsed").isNull()).select(*LINES)).drop("parsed"))
 
 
-def parse_lines(lines: DataFrame) -> DataFrame:
+def parse_lines(lines: DataFrame, *, jvm: bool | None = None) -> DataFrame:
     """``lines`` with ``parsed`` (true) and the ``PARSED`` fields of each ``line``. Each line is parsed
-    once, every field as its JSON text (as get_json_object gives it), then cast. ``inline`` makes the
-    fields a generator's output: a filter on them is then not pushed below it, where the optimizer
-    would parse each line again for every field it tests."""
+    once, every field as its JSON text (``value``'s of the nemesis's lines only), then cast: by
+    ``zkfence.EventFields`` (``checkers.udfs``), or where the session lacks it (``jvm`` False) by
+    ``from_json`` and ``get_json_object``, which give the same values
+    (tests/integration/test_event_fields.py) in about twice the time. ``inline`` makes the fields a
+    generator's output: a filter on them is then not pushed below it, where the optimizer would
+    parse each line again for every field it tests."""
     from pyspark.sql import functions as F
 
+    from checkers import udfs
+
+    if jvm is None:
+        jvm = udfs.registered(lines.sparkSession, udfs.EVENT_FIELDS)
     types = dict(f.split() for f in EVENTS_SCHEMA.split(", "))
-    top = F.from_json("line", ", ".join(f"{name} string" for name in _TOP))
+    if jvm:
+        fields = F.call_function(udfs.EVENT_FIELDS, F.col("line"))
+        of_value = F.col
+    else:
+        fields = F.from_json("line", ", ".join(f"{name} string" for name in ENVELOPE))
+
+        def of_value(name: str) -> Column:
+            return F.get_json_object("line", f"$.value.{name}")
     nemesis = F.col("src") == "nemesis"
-    return lines.select(*lines.columns, F.inline(F.array(top))).select(
+    return lines.select(*lines.columns, F.inline(F.array(fields))).select(
         *lines.columns, F.lit(True).alias("parsed"),
-        *(F.col(name).try_cast(types[name]).alias(name) for name in _TOP),
-        *(F.when(nemesis, F.get_json_object("line", f"$.value.{name}").try_cast(types[name])).alias(name)
-          for name in _OF_VALUE))
+        *(F.col(name).try_cast(types[name]).alias(name) for name in ENVELOPE),
+        *(F.when(nemesis, of_value(name).try_cast(types[name])).alias(name) for name in OF_VALUE))
 
 
 def ingested_dirs(spark: SparkSession, out: Path) -> set[str]:
