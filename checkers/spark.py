@@ -3,7 +3,8 @@
 ``get_spark()`` returns a process-wide session (created once, reused). The master is, in order:
 the ``master`` argument (the ``--spark-master`` flag), env ``HARNESS_SPARK_MASTER``, ``local[*]``.
 A master that is not ``local[...]`` gets the project's packages shipped to its executors
-(``checkers.ship``); every session gets the project's JVM functions (``checkers.udfs``). ``start_spark_in_background()`` warms it on a worker thread so a run can pay the JVM start-up
+(``checkers.ship``); every session gets the project's JVM functions (``checkers.udfs``).
+``start_spark_in_background()`` warms it on a worker thread so a run can pay the JVM start-up
 while the cluster is still running.
 
 ``quick=True`` (a run, or ``harness check`` on run-sized input) starts a local session's JVM for
