@@ -32,11 +32,16 @@ def archive_dir() -> Path:
     return Path(os.environ.get(DIR_ENV) or Path(sys.prefix) / "spark-cds")
 
 
-def java_binary() -> Path | None:
-    """The java that spark-submit runs: ``$JAVA_HOME/bin/java``, else the first on PATH."""
+def jdk_tool(name: str) -> Path | None:
+    """A JDK program as spark-submit finds java: ``$JAVA_HOME/bin/<name>``, else the first on PATH."""
     home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    found = str(Path(home) / "bin" / name) if home else shutil.which(name)
     return Path(os.path.realpath(found)) if found and Path(found).is_file() else None
+
+
+def java_binary() -> Path | None:
+    """The java that spark-submit runs."""
+    return jdk_tool("java")
 
 
 def archive_path() -> Path | None:

@@ -39,13 +39,19 @@ def package_files(root: Path = ROOT, packages: tuple[str, ...] = SHIPPED_PACKAGE
     return sorted(files)
 
 
+def content_digest(files: list[Path], root: Path, salt: bytes = b"") -> str:
+    """A short digest of ``files``' paths relative to ``root`` and their bytes (and ``salt``): the name
+    of an artifact built from them, so that a change to any builds a new one."""
+    digest = hashlib.sha256(salt)
+    for f in files:
+        digest.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def build_zip(out_dir: Path, root: Path = ROOT, packages: tuple[str, ...] = SHIPPED_PACKAGES) -> Path:
     """Write ``zkfence-<hash>.zip`` (paths relative to ``root``) into ``out_dir``; reuse it if present."""
     files = package_files(root, packages)
-    digest = hashlib.sha256()
-    for f in files:
-        digest.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
-    target = out_dir / f"zkfence-{digest.hexdigest()[:16]}.zip"
+    target = out_dir / f"zkfence-{content_digest(files, root)}.zip"
     if target.exists():
         return target
     tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.part")  # concurrent builders

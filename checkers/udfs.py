@@ -12,9 +12,7 @@ carries a digest of the sources and of pyspark's version, so a change to either 
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,16 +47,15 @@ def sources() -> list[Path]:
 def jar_path() -> Path:
     import pyspark
 
-    digest = hashlib.sha256(pyspark.__version__.encode())
-    for f in sources():
-        digest.update(b"\0" + str(f.relative_to(SOURCES)).encode() + b"\0" + f.read_bytes())
-    return jar_dir() / f"{_PREFIX}{digest.hexdigest()[:16]}.jar"
+    from checkers.ship import content_digest
+
+    return jar_dir() / f"{_PREFIX}{content_digest(sources(), SOURCES, pyspark.__version__.encode())}.jar"
 
 
 def javac() -> Path | None:
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "javac") if home else shutil.which("javac")
-    return Path(found) if found and Path(found).is_file() else None
+    from checkers.cds import jdk_tool
+
+    return jdk_tool("javac")
 
 
 def build(timeout_s: float = 300.0) -> Path:
