@@ -51,10 +51,14 @@ def register_op(inv: Row, done: Row | None) -> tuple[str, Any, Any] | None:
     return f, (f, inv["v_key"], arg), out
 
 
+def _done_before(o: Op, key: str, before: float) -> bool:
+    return o.input[1] == key and o.ret < before
+
+
 def _seen(o: Op, key: str, before: float) -> int | None:
     """The version ``o`` showed, if it is an op of ``key`` that completed before ``before``: a write's
     or cas's new version, a read's version."""
-    if o.input[1] != key or o.ret >= before:
+    if not _done_before(o, key, before):
         return None
     if o.f == "read":
         return o.output[1] if isinstance(o.output, tuple) else None
@@ -82,8 +86,8 @@ def stale_witnesses(ops: list[Op], blocker: Op) -> list[Op]:
     later = [o for o in ops if (v := _seen(o, key, blocker.call)) is not None and v > version]
     if later:
         return _latest([o for o in later if o.f != "read"] or later)
-    failed = [o for o in ops if o.f == "cas" and o.output is False and o.input[1] == key
-              and o.input[2][0] == version and o.ret < blocker.call]
+    failed = [o for o in ops if o.f == "cas" and o.output is False and _done_before(o, key, blocker.call)
+              and o.input[2][0] == version]
     for cas in sorted(failed, key=lambda o: -o.ret):
         if version == 0:
             return [cas]
