@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from checkers.checker import Reads, field_types
 from checkers.rows import check_paths
-from checkers.spark import literal_paths, read_path
+from checkers.spark import literal_paths, source_files
 from harness.errors import UsageError
 from history import HistoryFormatError, has_torn_tail, read_records
 from history.kinds import FIELD_TYPES, TYPES
@@ -60,9 +60,10 @@ def read(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
         .option("columnNameOfCorruptRecord", "_corrupt_record")
         .json(literal_paths(absolute))
     )
-    file_col = read_path()
-    mapping = F.create_map(*[x for kv in absolute.items() for x in (F.lit(kv[0]), F.lit(kv[1]))])
-    return raw.withColumn("hist", F.coalesce(F.element_at(mapping, file_col), file_col))
+    # every file Spark lists, keyed by its URI: no path is decoded per row
+    given = {uri: absolute.get(path, path) for uri, path in source_files(raw).items()}
+    mapping = F.create_map(*[F.lit(x) for kv in given.items() for x in kv])
+    return raw.withColumn("hist", F.element_at(mapping, F.input_file_name()))
 
 
 def _bad() -> Column:

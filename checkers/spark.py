@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 DEFAULT_MASTER = "local[*]"
 ENV_MASTER = "HARNESS_SPARK_MASTER"
@@ -181,8 +181,11 @@ def literal_paths(paths: Iterable[str]) -> list[str]:
     return [_GLOB.sub(r"\\\1", str(p)) for p in paths]
 
 
-def read_path() -> Column:
-    """The path of the file a row was read from (its URI, ``file:///x/y%20z``, as ``/x/y z``)."""
-    from pyspark.sql import functions as F
+def source_files(df: DataFrame) -> dict[str, str]:
+    """The files a file-based DataFrame reads, ``{URI: path}``: each URI as ``input_file_name()``
+    gives it for the file's rows (both are Hadoop's ``Path.toUri`` of the same listing), each path
+    percent-decoded by the rules of a URI's path. Joining rows on the URI decodes nothing per row;
+    and ``url_decode`` would read a ``+`` in a path as a space."""
+    from urllib.parse import unquote, urlsplit
 
-    return F.url_decode(F.regexp_replace(F.input_file_name(), "^file:/*", "/"))
+    return {uri: unquote(urlsplit(uri).path) for uri in df.inputFiles()}

@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from checkers.spark import literal_paths, read_path
+from checkers.spark import literal_paths, source_files
 from harness.analysis.runs import CheckRow
 
 if TYPE_CHECKING:
@@ -132,15 +132,19 @@ def history_lines(spark: SparkSession, runs: dict[str, CheckRow], batch: str) ->
     from pyspark.sql import functions as F
 
     files = {str(Path(d) / "history.jsonl"): r for d, r in runs.items()}
-    which = spark.createDataFrame([(f, r.run_dir, r.test, r.date) for f, r in files.items()],
-                                  "file string, run_dir string, test string, date string")
     text = spark.read.text(literal_paths(files))  # listed in the driver (get_spark's discovery threshold)
+    # each file's rows joined on its URI, as Spark names it: no path decoded per line
+    uris = {path: uri for uri, path in source_files(text).items()}
+    if unlisted := sorted(set(files) - set(uris)):
+        raise RuntimeError(f"harness analyze: Spark's listing of the histories lacks {unlisted[0]}")
+    which = spark.createDataFrame([(uris[f], r.run_dir, r.test, r.date) for f, r in files.items()],
+                                  "file string, run_dir string, test string, date string")
     # Read as few tasks as keep every core busy at about 128 MB each: each task writes a file per
     # (test, date) it read, and a Parquet file's fixed cost made 1,000 small runs (70 MB) over
     # Spark's 36 read tasks twice as slow to write as one shuffle into a file per partition.
     size = sum(Path(f).stat().st_size for f in files if Path(f).exists())
     tasks = max(spark.sparkContext.defaultParallelism, math.ceil(size / 2**27))
-    lines = (text.coalesce(tasks).select(read_path().alias("file"), F.col("value").alias("line"))
+    lines = (text.coalesce(tasks).select(F.input_file_name().alias("file"), F.col("value").alias("line"))
              .filter(F.trim("line") != ""))
     return parse_lines(lines.join(F.broadcast(which), "file").select(
         "run_dir", "test", "date", F.lit(batch).alias("batch"), "line"))

@@ -62,7 +62,7 @@ def test_store_dir_and_reference_share_one_session(tmp_path: Path, capsys, spark
     log.emit("agent:1", "controller_elected", process=1, broker_id=1, controller_epoch=1, epoch_zk_version=0)
     log.emit("agent:1", "controller_zk_write", "ok", 1, controller_epoch=1, checked_version=None, op="set",
              path="/p", zxid=5, error=None)
-    store = tmp_path / "store [1] {a,b}*" / "t" / "1"  # Spark reads paths as globs: read as named
+    store = tmp_path / "store [1] {a,b}* a+b%41" / "t" / "1"  # Spark reads paths as globs and URIs: read as named
     log.write(store / "history.jsonl")
     (tmp_path / "g.log").write_text(GOOD)
     torn = tmp_path / "torn.jsonl"

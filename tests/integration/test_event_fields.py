@@ -35,6 +35,12 @@ ODD = [
     '{"src":"a","seq":9} junk', '{"src":"a","seq":9}{"src":"b"}',
     '{"src":"a\\u00e9\\n\\"q\\"","f":"\\ud83d\\ude00","type":"x"}',
     '{"src":"nemesis","value":{"stage":null,"stage":"t"},"value":{"reason":"r"}}',
+    # each value field from the first value object that has it (as each path takes it on its own)
+    '{"src":"nemesis","value":{"stage":"a","phase":null},"value":5,"value":{"stage":"b","phase":"p","x":{"phase":1}},'
+    '"value":{"phase":"q","reason":null,"instant":[true]},"value":{"reason":{"r":[1,{"s":2}]},"instant":false}}',
+    '{"src":"nemesis","value":{"stage":"a"},"value":{"phase":"p"},"value":{"reason":"r",',  # fails late: all null
+    # a value that fails inside an array: Spark reads on from the token where it failed (hypothesis found it)
+    '{"seq": [null, NaN250], "src": "nemesis"}', '{"seq": [1, NaN2], "src": "x", "f": [{"a": NaN1}], "type": "t"}',
     '{"src":"a","src":"b","seq":1,"seq":2,"f":"x","f":null}',
     '{"src":"nemesis","seq":1e400,"t_wall":1e400,"t_mono":9223372036854775808,"value":{"instant":"yes"}}',
     '{"src":"nemesis","t_wall":NaN,"seq":01,"value":{"instant":false}}',

@@ -66,22 +66,67 @@ public final class EventFields implements UDF1<String, Row> {
             return RowFactory.create(new Object[out.length]);
         }
         if ("nemesis".equals(out[0])) {
-            for (int i = 0; i < OF_VALUE.length; i++) {
-                out[FIELDS.length + i] = valueField(line, OF_VALUE[i]);
-            }
+            valueFields(line, out);
         }
         return RowFactory.create(out);
     }
 
+    /** Every OF_VALUE field into {@code out}, in one pass over the line where it reads without an
+     * exception: a field's first non-null occurrence in the first {@code value} object that has
+     * one is what the path takes for it, whatever the other fields' are. Otherwise, field by
+     * field (valueField), which gives each field what get_json_object gives on such a line. */
+    private static void valueFields(String line, Object[] out) {
+        String[] texts = new String[OF_VALUE.length];
+        try (JsonParser p = PATHS.createParser(line)) {
+            if (p.nextToken() == JsonToken.START_OBJECT) {
+                inValues(p, texts);
+            }
+        } catch (IOException | RuntimeException e) {
+            for (int i = 0; i < OF_VALUE.length; i++) {
+                out[FIELDS.length + i] = valueField(line, OF_VALUE[i]);
+            }
+            return;
+        }
+        System.arraycopy(texts, 0, out, FIELDS.length, texts.length);
+    }
+
+    /** inObject(p, g, "value", name) for every OF_VALUE name at once. */
+    private static void inValues(JsonParser p, String[] texts) throws IOException {
+        while (p.nextToken() != JsonToken.END_OBJECT) {
+            if (!"value".equals(p.currentName()) || p.currentToken() != JsonToken.FIELD_NAME) {
+                p.skipChildren();
+            } else if (p.nextToken() == JsonToken.START_OBJECT) {
+                while (p.nextToken() != JsonToken.END_OBJECT) {
+                    int i = p.currentToken() == JsonToken.FIELD_NAME ? indexOf(OF_VALUE, p.currentName()) : -1;
+                    if (i < 0 || texts[i] != null) {
+                        p.skipChildren();
+                    } else if (p.nextToken() != JsonToken.VALUE_NULL) {
+                        // one generator at a time: Jackson recycles one set of buffers per thread
+                        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+                        try (JsonGenerator g = PATHS.createGenerator(bytes, JsonEncoding.UTF8)) {
+                            leaf(p, g);
+                        }
+                        texts[i] = bytes.toString(StandardCharsets.UTF_8);
+                    }
+                }
+            } else {
+                p.skipChildren();  // null, or not an object: nothing under it
+            }
+        }
+    }
+
     private static void fields(JsonParser p, Object[] out) throws IOException {
         for (JsonToken t = p.nextToken(); t != null && t != JsonToken.END_OBJECT; t = p.nextToken()) {
-            int i = indexOf(p.currentName());
+            int i = indexOf(FIELDS, p.currentName());
             if (i < 0) {
                 p.skipChildren();  // at the field's name: nothing; the loop's next token is its value, skipped
                 continue;
             }
             try {
-                out[i] = text(p, p.nextToken());
+                // Spark's parseJsonToken: past a field's name to its value; at any other token with
+                // the field's name (after a value that failed to read, the end of an array or object
+                // in it), that token itself
+                out[i] = text(p, t == JsonToken.FIELD_NAME ? p.nextToken() : t);
             } catch (IOException | RuntimeException e) {
                 p.skipChildren();  // the field keeps what it had; a failure here ends the line
             }
@@ -135,9 +180,9 @@ public final class EventFields implements UDF1<String, Row> {
         return true;
     }
 
-    private static int indexOf(String name) {
-        for (int i = 0; i < FIELDS.length; i++) {
-            if (FIELDS[i].equals(name)) {
+    private static int indexOf(String[] names, String name) {
+        for (int i = 0; i < names.length; i++) {
+            if (names[i].equals(name)) {
                 return i;
             }
         }
@@ -145,6 +190,9 @@ public final class EventFields implements UDF1<String, Row> {
     }
 
     private static String text(JsonParser p, JsonToken t) throws IOException {
+        if (t == null) {
+            return null;
+        }
         switch (t) {
             case VALUE_NULL:
                 return null;
@@ -155,6 +203,14 @@ public final class EventFields implements UDF1<String, Row> {
             case VALUE_NUMBER_INT:  // as the generator writes it: -0 is "0"
                 return p.getNumberType() == JsonParser.NumberType.BIG_INTEGER
                         ? p.getBigIntegerValue().toString() : Long.toString(p.getLongValue());
+            case VALUE_NUMBER_FLOAT:
+                if (p.getNumberType() == JsonParser.NumberType.DOUBLE) {
+                    double d = p.getDoubleValue();
+                    if (Double.isFinite(d)) {  // what the generator below writes for it, without one
+                        return Double.toString(d);
+                    }
+                }
+                // fall through
             default: {  // floats, objects and arrays: as Spark writes them back, in UTF-8
                 ByteArrayOutputStream bytes = new ByteArrayOutputStream();
                 try (JsonGenerator g = FACTORY.createGenerator(bytes, JsonEncoding.UTF8)) {
