@@ -77,11 +77,10 @@ def _client_events() -> Column:
 
 def recovery_pairs(events: DataFrame) -> DataFrame:
     """Every heal of ``pairing_events`` as ``(run_dir, fault, heal_id, ms)`` (``ms`` null: unpaired):
-    the pairing of ``pairing.recoveries`` as one window per run. Heals (from the run's first
+    the pairing of ``pairing.recoveries`` as one sorted pass per run. Heals (from the run's first
     ``run_start`` on) and registrations in ``t_wall`` order, a heal before a registration of the
-    same instant: a registration belongs to the last heal before it, and a heal's time is its
-    first registration's. That is the first at or after the heal and before the next heal, whose
-    own registrations start there."""
+    same instant: a registration belongs to the last heal before it, and a heal's time is its first
+    registration's, so the row right after the heal when that is a registration."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -90,18 +89,19 @@ def recovery_pairs(events: DataFrame) -> DataFrame:
             & F.when(col("f") == "heal", ~F.coalesce(col("reason").isin("setup", "teardown"), no))
             .otherwise(F.coalesce(col("phase") == "stop", no) | F.coalesce(col("instant"), no)))
     registration = col("src").startswith("agent:") & (col("f") == "register") & (col("type") == "ok")
-    start = (events.filter((col("src") == "harness") & (col("f") == "run_start"))
-             .groupBy("run_dir").agg(F.min("t_wall").alias("start")))
-    ev = (events.join(start, "run_dir", "left")
-          .filter((heal & (col("t_wall") >= F.coalesce("start", F.lit(float("-inf"))))) | registration)
-          .select("run_dir", "f", "seq", "t_wall", F.when(heal, 0).otherwise(1).alias("kind")))
-    upto = Window.partitionBy("run_dir").orderBy("t_wall", "kind", "seq").rowsBetween(Window.unboundedPreceding, 0)
-    ev = ev.withColumn("heal", F.last(F.when(col("kind") == 0, col("seq")), ignorenulls=True).over(upto))
-    first = (ev.filter((col("kind") == 1) & col("heal").isNotNull())
-             .groupBy("run_dir", "heal").agg(F.min("t_wall").alias("registered")))
-    return ev.filter(col("kind") == 0).drop("heal").withColumnRenamed("seq", "heal").join(first, ["run_dir", "heal"], "left").select(
-        "run_dir", col("f").alias("fault"), F.concat(F.lit("nemesis/"), col("heal").cast("string")).alias("heal_id"),
-        ((col("registered") - col("t_wall")) * 1000.0).alias("ms"))
+    start = (col("src") == "harness") & (col("f") == "run_start")
+    # one order for all three windows: the run's rows are sorted once
+    in_order = Window.partitionBy("run_dir").orderBy("t_wall", "kind", "seq")
+    whole_run = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    kind = F.when(heal, 0).when(registration, 1).when(start, 2)
+    ev = (events.select("run_dir", "f", "seq", "t_wall", kind.alias("kind")).filter(col("kind").isNotNull())
+          .withColumn("start", F.min(F.when(col("kind") == 2, col("t_wall"))).over(whole_run))
+          .filter((col("kind") == 1) | ((col("kind") == 0) & (col("t_wall") >= F.coalesce("start", F.lit(float("-inf"))))))
+          .select("run_dir", "f", "seq", "t_wall", "kind", *(F.lead(c).over(in_order).alias(f"next_{c}")
+                                                             for c in ("kind", "t_wall"))))
+    return ev.filter(col("kind") == 0).select(
+        "run_dir", col("f").alias("fault"), F.concat(F.lit("nemesis/"), col("seq").cast("string")).alias("heal_id"),
+        F.when(col("next_kind") == 1, (col("next_t_wall") - col("t_wall")) * 1000.0).alias("ms"))
 
 
 def recovery_times(events: DataFrame) -> list[RecoveryRow]:

@@ -52,6 +52,9 @@ HEAL_EDGES = [
     [nem(1, 5.0, "pause"), nem(2, 5.0, "kill"), reg(1, 1, 5.0), reg(2, 2, 5.5)],  # the first heal gets none
     [START, nem(2, 11.0, "heal"), reg(1, 1, 11.5), nem(3, 12.0, "kill", phase=None), reg(1, 2, 12.5),
      nem(4, 13.0, "bounce", phase="start"), reg(2, 3, 13.0)],  # no reason: a heal; no phase: none
+    # a heal before run_start is none, and its registrations nobody's; a second run_start changes nothing
+    [nem(1, 5.0, "pause"), reg(1, 1, 6.0), START, reg(1, 2, 10.5), Ev("harness", 2, "event", "run_start", 11.0),
+     nem(2, 12.0, "kill"), reg(1, 3, 12.0)],
 ]
 
 
