@@ -28,10 +28,12 @@ SOURCES = Path(__file__).with_name("java")
 DIR_ENV = "HARNESS_JAR_DIR"  # where jars live (default: inside this Python environment)
 OFF_ENV = "HARNESS_SPARK_UDFS"  # "off": sessions without the jar (the expressions it stands for)
 EVENT_FIELDS = "zkfence_event_fields"
-# EventFields.FIELDS, then its OF_VALUE (given for the nemesis's lines only)
-EVENT_FIELD_NAMES = ("src", "seq", "f", "type", "t_wall", "t_mono", "process", "stage", "phase", "instant", "reason")
+# The fields of EventFields' struct, in its order: its FIELDS (a line's envelope), then its OF_VALUE
+# (``value``'s, given for the nemesis's lines only); harness analyze's dataset keeps these columns.
+ENVELOPE = ("src", "seq", "f", "type", "t_wall", "t_mono", "process")
+OF_VALUE = ("stage", "phase", "instant", "reason")
 _FUNCTIONS = {EVENT_FIELDS: ("zkfence.EventFields",
-                             "struct<" + ",".join(f"{n}:string" for n in EVENT_FIELD_NAMES) + ">")}
+                             "struct<" + ",".join(f"{n}:string" for n in (*ENVELOPE, *OF_VALUE)) + ">")}
 _PREFIX = "zkfence-udfs-"
 _warned = threading.Event()
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from checkers.spark import literal_paths, source_files
+from checkers.udfs import ENVELOPE, OF_VALUE
 from harness.analysis.runs import CheckRow
 
 if TYPE_CHECKING:
@@ -35,8 +36,6 @@ LINES = ("run_dir", "test", "date", "batch", "line")
 CODEC = "zstd"
 # What ingest parses out of each line (``value``'s fields: only of the nemesis's events, the heals
 # ``pairing.is_heal`` judges by them; any other event's are in ``line``).
-ENVELOPE = ("src", "seq", "f", "type", "t_wall", "t_mono", "process")
-OF_VALUE = ("stage", "phase", "instant", "reason")
 PARSED = (*ENVELOPE, *OF_VALUE)
 EVENTS_SCHEMA = ("run_dir string, test string, date string, batch string, line string, parsed boolean, src string, "
                  "seq long, f string, type string, t_wall double, t_mono long, process string, stage string, "

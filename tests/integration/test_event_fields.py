@@ -6,6 +6,7 @@ values) and on lines hypothesis generates."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -110,5 +111,9 @@ def test_generated_lines_give_the_same_fields(session, lines: list[str]) -> None
     same(session, lines)
 
 
-def test_the_function_gives_the_datasets_envelope_fields() -> None:
-    assert udfs.EVENT_FIELD_NAMES == PARSED == (*ENVELOPE, *OF_VALUE)
+def test_the_functions_struct_names_the_java_class_fields_in_their_order() -> None:
+    java = (udfs.SOURCES / "zkfence" / "EventFields.java").read_text(encoding="utf-8")
+    for array, names in (("FIELDS", ENVELOPE), ("OF_VALUE", OF_VALUE)):
+        declared = re.search(rf"String\[\] {array} = \{{([^}}]*)\}}", java)
+        assert declared is not None and tuple(re.findall(r'"(\w+)"', declared.group(1))) == names
+    assert PARSED == (*ENVELOPE, *OF_VALUE)
