@@ -1,6 +1,7 @@
 """Checkers that are a Spark plan: ``plan(frame) -> anomaly rows``, all collected as one job.
 
-A plan returns rows ``(hist, message, event_ids, key, verdict)`` (build them with ``anom``):
+A plan returns rows ``(hist, message, event_ids, key, verdict)`` (build them with ``anom``, or
+with ``anoms`` for several kinds of anomaly found in one frame's rows, in one pass):
 ``event_ids`` are the ``<src>/<seq>`` ids that prove it, ``key`` a JSON object locating it
 (broker, partition, controller_epoch), ``verdict`` ``"invalid"`` (a proven violation) or
 ``"unknown"`` (something it had to judge but could not decide from the history: a missing or
@@ -8,7 +9,8 @@ malformed field, an unresolvable reference; ``message`` says why). A checker wit
 and no invalid ones is ``unknown``, never valid. Every cast is null-safe (to string, or
 ``try_cast``), so Spark's ANSI mode cannot crash a checker.
 
-On large input all selected plans are unioned and collected in one Spark job (``collect``). On
+On large input all selected plans are unioned and collected in one Spark job (``collect``; a
+frame a plan reads twice, ``reuse``, is a job before it with a local master). On
 run-sized input (one in-memory partition, ``checkers.events_df``) each plan is its own job of one
 stage over its own rows (``own_rows``), built and run on a few threads at once: windows, aggregates
 and joins over one partition need no exchange, as long as every join's and union's output is made
@@ -153,11 +155,13 @@ def few(df: DataFrame) -> DataFrame:
 
 def reuse(df: DataFrame) -> DataFrame:
     """``df`` computed once, when a plan reads it in more than one place (else Spark plans and runs
-    the whole subtree again for each: bounce_handling's registrations). On run-sized input
-    it becomes a leaf of its own (``_leaf``: with a local master a small job now, and every
-    later plan that reads it is that much smaller to analyse, optimise and run); otherwise ``df``
-    itself, so that large input stays one job."""
-    return _leaf(df) if _ONE_PARTITION.get() else df
+    the whole subtree again for each: bounce_handling's registrations). With a local master it
+    becomes a leaf of its own (``_leaf``: a job of its own now), whatever the input's size: on
+    run-sized input every later plan that reads it is that much smaller to analyse, optimise and
+    run; on large input the subtree runs once, where one job would run it once per reader
+    (bounce_handling scanned, shuffled and windowed 1M registrations three times over). On a
+    cluster ``df`` itself."""
+    return _leaf(df)
 
 
 def _leaf(df: DataFrame) -> DataFrame:
@@ -225,12 +229,36 @@ def W():  # noqa: ANN201, N802
 
 
 def anom(df: DataFrame, message: Column, ids: Column, *, verdict: str | Column = "invalid", **keys: Column) -> DataFrame:
+    return df.select("hist", *_anomaly_fields(message, ids, verdict, keys))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One kind of anomaly ``anoms`` finds in a row: when ``where`` holds, a row like ``anom``'s."""
+
+    where: Column
+    message: Column
+    ids: Column
+    verdict: str | Column = "invalid"
+    keys: dict[str, Column] | None = None
+
+
+def anoms(df: DataFrame, *cases: Case) -> DataFrame:
+    """``anom``'s rows for every case that holds in a row of ``df``, in one pass over it.
+
+    The same as a union of ``anom(df.filter(case.where), ...)``, but Spark plans a union's branches
+    apart: each would scan, shuffle, sort and window ``df``'s rows again (partition_states did that
+    three times over)."""
+    f = F()
+    found = [f.when(c.where, f.struct(*_anomaly_fields(c.message, c.ids, c.verdict, c.keys or {}))) for c in cases]
+    return df.select("hist", f.inline(f.filter(f.array(*found), lambda a: a.isNotNull())))
+
+
+def _anomaly_fields(message: Column, ids: Column, verdict: str | Column, keys: dict[str, Column]) -> list[Column]:
     f = F()
     key = f.to_json(f.struct(*[c.alias(k) for k, c in keys.items()])) if keys else f.lit("{}")
-    return df.select(
-        "hist", message.alias("message"), ids.alias("event_ids"), key.alias("key"),
-        (f.lit(verdict) if isinstance(verdict, str) else verdict).alias("verdict"),
-    )
+    return [message.alias("message"), ids.alias("event_ids"), key.alias("key"),
+            (f.lit(verdict) if isinstance(verdict, str) else verdict).alias("verdict")]
 
 
 def fmt(template: str, *cols: Column | str) -> Column:

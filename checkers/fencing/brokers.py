@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checkers.plans import F, PlanChecker, W, anom, broker, few, fmt, ids, one, reuse
+from checkers.plans import Case, F, PlanChecker, W, anom, anoms, broker, few, fmt, ids, one, reuse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -115,19 +115,18 @@ def bounce_handling(ev: DataFrame) -> DataFrame:
         .agg(f.max_by("vid", "v_idx").alias("vid"), f.max_by("v_live", "v_idx").alias("live"))
         .withColumn("seen", f.try_element_at("live", f.col("n").cast("string")))
     )
-    last_view = reuse(last_view)
     missing = f.concat_ws(" or ", f.when(~f.coalesce("um", f.lit(False)), f.lit("full UpdateMetadata")),
                           f.when(~f.coalesce("lai", f.lit(False)), f.lit("LeaderAndIsr")))
     decidable = f.col("end").isNotNull() & f.col("e").isNotNull()
-    a1 = anom(last_view.filter(decidable), fmt("broker %s re-registered with epoch %s (was %s) but no controller sent it %s with that epoch "
-             "(the controller's last view holds epoch %s): the bounce was missed, its replicas stay offline",
-             "n", "e", "prev_e", missing, "seen"),
-        ids("id", "vid"), broker=f.col("n"),
-    )
-    a2 = anom(last_view.filter(~decidable), fmt("cannot judge broker %s's re-registration (epoch %s): %s", "n", "e",
-             f.when(f.col("e").isNull(), f.lit("its epoch is missing or malformed"))
-             .otherwise(f.lit("no run_end, so whether the controller had time to send is unknown"))),
-        ids("id"), verdict="unknown", broker=f.col("n"),
+    a12 = anoms(
+        last_view,
+        Case(decidable, fmt("broker %s re-registered with epoch %s (was %s) but no controller sent it %s with that epoch "
+                            "(the controller's last view holds epoch %s): the bounce was missed, its replicas stay offline",
+                            "n", "e", "prev_e", missing, "seen"), ids("id", "vid"), keys={"broker": f.col("n")}),
+        Case(~decidable, fmt("cannot judge broker %s's re-registration (epoch %s): %s", "n", "e",
+                             f.when(f.col("e").isNull(), f.lit("its epoch is missing or malformed"))
+                             .otherwise(f.lit("no run_end, so whether the controller had time to send is unknown"))),
+             ids("id"), verdict="unknown", keys={"broker": f.col("n")}),
     )
     # The controller's own classification (KIP-380 controllers): N listed as bounced -> same controller sends.
     bcb = bc.select(
@@ -167,7 +166,7 @@ def bounce_handling(ev: DataFrame) -> DataFrame:
              f.when(~f.coalesce("um", f.lit(False)), f.lit("full UpdateMetadata")).otherwise(f.lit("LeaderAndIsr"))),
         f.array("id"), broker=f.col("n"),
     )
-    return a1.unionByName(a2).unionByName(a3)
+    return a12.unionByName(a3)
 
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checkers.plans import F, PlanChecker, W, anom, broker, fmt
+from checkers.plans import Case, F, PlanChecker, W, anom, anoms, broker, fmt
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -30,35 +30,37 @@ def control_request_epochs(ev: DataFrame) -> DataFrame:
     is for this incarnation, and a rejected request is never resent (KAFKA-9839: 2.2-2.5.0 threw
     IllegalStateException; the fix accepts it). Decided from the receiving event's own fields."""
     f, win = F(), W()
-    r = _applied_recv(ev)
+    # Applied and rejected requests in one pass (one shuffle and sort of a broker's requests); the
+    # epochs a broker has seen are its applied requests' only.
+    applied = f.col("v_outcome") == "applied"
+    r = ev.filter((f.col("f") == "control_recv") & f.col("v_outcome").isin("applied", "rejected")).withColumn(
+        "b", f.col("node"))
     w = win.partitionBy("hist", "b").orderBy("seq").rowsBetween(win.unboundedPreceding, -1)
-    r = r.withColumn("prev_max", f.max("v_controller_epoch").over(w)).withColumn(
-        "prev_id", f.max_by("id", "v_controller_epoch").over(w)
-    )
-    stale_b = r.filter(
-        f.col("v_broker_epoch").isNotNull() & (f.col("v_broker_epoch") != -1)
-        & f.col("v_own_epoch").isNotNull() & (f.col("v_broker_epoch") < f.col("v_own_epoch"))
-    )
-    a1 = anom(stale_b, fmt("broker %s applied %s with broker_epoch %s below its own epoch %s",
-                                "b", "v_kind", "v_broker_epoch", "v_own_epoch"), f.array("id"), broker=f.col("b"))
+    seen_ce = f.when(applied, f.col("v_controller_epoch"))
+    r = r.select("*", f.max(seen_ce).over(w).alias("prev_max"), f.max_by(f.when(applied, f.col("id")), seen_ce).over(w)
+                 .alias("prev_id"))
     seen = f.greatest(f.col("prev_max"), f.col("v_max_controller_epoch_seen"))
-    stale_c = r.filter(seen.isNotNull() & (f.col("v_controller_epoch") < seen))
-    a2 = anom(stale_c, fmt("broker %s applied %s from controller epoch %s after seeing epoch %s",
-                                "b", "v_kind", "v_controller_epoch", seen),
-               f.filter(f.array("prev_id", "id"), lambda x: x.isNotNull()), broker=f.col("b"))
-    rej = ev.filter(
-        (f.col("f") == "control_recv") & (f.col("v_outcome") == "rejected")
-        # the broker-epoch rejections: STALE_BROKER_EPOCH (77), UNKNOWN_SERVER_ERROR (-1, 2.2-2.5.0)
-        & f.col("v_error_code").isin(-1, 77)
-        & f.col("v_broker_epoch").isNotNull() & (f.col("v_broker_epoch") != -1)
-        & (f.coalesce(f.col("v_max_broker_epoch"), f.lit(-1)) == -1)  # max-broker-epoch mode: checker 11
-        & (f.col("v_own_epoch").isNull() | (f.col("v_broker_epoch") > f.col("v_own_epoch")))
-    ).withColumn("b", f.col("node"))
-    a3 = anom(rej, fmt("broker %s rejected %s (error %s) carrying broker_epoch %s, newer than its own epoch %s: "
-                       "a request for its current incarnation is lost", "b", "v_kind", "v_error_code",
-                       "v_broker_epoch", f.coalesce(f.col("v_own_epoch").cast("string"), f.lit("(none yet)"))),
-              f.array("id"), broker=f.col("b"))
-    return a1.unionByName(a2).unionByName(a3)
+    return anoms(
+        r,
+        Case(applied & f.col("v_broker_epoch").isNotNull() & (f.col("v_broker_epoch") != -1)
+             & f.col("v_own_epoch").isNotNull() & (f.col("v_broker_epoch") < f.col("v_own_epoch")),
+             fmt("broker %s applied %s with broker_epoch %s below its own epoch %s", "b", "v_kind", "v_broker_epoch",
+                 "v_own_epoch"), f.array("id"), keys={"broker": f.col("b")}),
+        Case(applied & seen.isNotNull() & (f.col("v_controller_epoch") < seen),
+             fmt("broker %s applied %s from controller epoch %s after seeing epoch %s", "b", "v_kind",
+                 "v_controller_epoch", seen),
+             f.filter(f.array("prev_id", "id"), lambda x: x.isNotNull()), keys={"broker": f.col("b")}),
+        Case((f.col("v_outcome") == "rejected")
+             # the broker-epoch rejections: STALE_BROKER_EPOCH (77), UNKNOWN_SERVER_ERROR (-1, 2.2-2.5.0)
+             & f.col("v_error_code").isin(-1, 77)
+             & f.col("v_broker_epoch").isNotNull() & (f.col("v_broker_epoch") != -1)
+             & (f.coalesce(f.col("v_max_broker_epoch"), f.lit(-1)) == -1)  # max-broker-epoch mode: checker 11
+             & (f.col("v_own_epoch").isNull() | (f.col("v_broker_epoch") > f.col("v_own_epoch"))),
+             fmt("broker %s rejected %s (error %s) carrying broker_epoch %s, newer than its own epoch %s: a request "
+                 "for its current incarnation is lost", "b", "v_kind", "v_error_code", "v_broker_epoch",
+                 f.coalesce(f.col("v_own_epoch").cast("string"), f.lit("(none yet)"))),
+             f.array("id"), keys={"broker": f.col("b")}),
+    )
 
 
 # 5 --------------------------------------------------------------------------------------------------

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checkers.plans import F, PlanChecker, W, anom, broker, cluster, fmt, ids, one
+from checkers.plans import Case, F, PlanChecker, W, anom, anoms, broker, cluster, fmt, ids, one
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
 # 9 --------------------------------------------------------------------------------------------------
+HANDLED, REQUEST, STATE = 0, 1, 2  # isr_expansion's three kinds of row, placed per partition
+
+
 def isr_expansion(ev: DataFrame) -> DataFrame:
     """Invariant 9: a committed AlterPartition (``alter_partition_handled`` accepted) that adds replica
     r rests on a fetch by r's incarnation current at commit. Added = committed ISR minus the ISR of
@@ -36,25 +39,25 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         & (f.col("v_outcome").isin("accepted", "applied", "committed", "ok")
            | (f.col("v_outcome").isNull() & (f.col("v_error_code") == 0)))
     ).select(
-        "hist", "idx", f.lit("h").alias("side"), f.col("v_request_id").alias("rid"), f.col("v_leader").alias("ldr"),
+        "hist", "idx", f.lit(HANDLED).alias("side"), f.col("v_request_id").alias("rid"), f.col("v_leader").alias("ldr"),
         f.col("v_broker_epoch").alias("be"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
-        f.col("v_partition_epoch").alias("pe"), f.col("v_partition_epoch").alias("key"), f.col("v_isr").alias("isr"),
-        f.col("v_live").alias("live"), f.col("id").alias("hid"),
+        f.col("v_partition_epoch").alias("key"), f.col("v_isr").alias("isr"), f.col("v_live").alias("live"), "id",
     )
     ap = ev.filter(f.col("f") == "alter_partition").select(
-        "hist", "idx", f.lit("a").alias("side"), f.col("v_request_id").alias("rid"), broker().alias("ldr"),
-        f.col("v_broker_epoch").alias("be"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
-        f.col("id").alias("aid"), f.col("v_based_on_fetch").alias("bof"),
+        "hist", "idx", f.lit(REQUEST).alias("side"), f.col("v_request_id").alias("rid"), broker().alias("ldr"),
+        f.col("v_broker_epoch").alias("be"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"), "id",
+        f.col("v_based_on_fetch").alias("bof"),
     )
     ps = ev.filter(f.col("f") == "partition_state").select(
-        "hist", "idx", f.lit("s").alias("side"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
-        f.col("v_zk_version").alias("key"), f.col("v_isr").alias("s_isr"), f.col("v_zxid").alias("s_zxid"),
-        f.col("id").alias("s_id"),
+        "hist", "idx", f.lit(STATE).alias("side"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
+        f.col("v_zk_version").alias("key"), f.col("v_isr").alias("isr"), f.col("v_zxid").alias("zxid"), "id",
     )
+    # One set of columns for the three kinds (key, isr, id mean each kind's own), so that each row
+    # carries few nulls through the exchange and the two sorts.
     placed = cluster(hd.unionByName(ap, allowMissingColumns=True).unionByName(ps, allowMissingColumns=True),
                      "hist", "topic", "part")
 
-    def of(side: str, col: str) -> Column:
+    def of(side: int, col: str) -> Column:
         return f.when(f.col("side") == side, f.col(col))
 
     # Request ids are unique per leader incarnation: pair on (request id, leader, leader's broker
@@ -69,16 +72,16 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     # The requests are paired first and their rows dropped, so that the versions' sort, the second
     # over this exchange, orders only the handled events and the states.
     j = placed.select(
-        "hist", "idx", "side", "rid", "topic", "part", "pe", "key", "isr", "live", "hid", "s_isr", "s_zxid", "s_id",
-        f.when(paired, f.max(of("a", "aid")).over(request)).alias("req"),
-        f.when(paired, f.max_by(of("a", "bof"), of("a", "aid")).over(request)).alias("req_bof"),
-    ).filter(f.col("side") != "a").select(
+        "hist", "idx", "side", "rid", "topic", "part", "key", "isr", "live", "zxid", "id",
+        f.when(paired, f.max(of(REQUEST, "id")).over(request)).alias("aid"),
+        f.when(paired, f.max_by(of(REQUEST, "bof"), of(REQUEST, "id")).over(request)).alias("bof"),
+    ).filter(f.col("side") != REQUEST).select(
         "*",
-        f.when(placeable, f.max_by(of("s", "s_isr"), of("s", "idx")).over(before)).alias("prev_isr"),
-        f.when(placeable, f.max(of("s", "s_zxid")).over(at)).alias("czx"),
-        f.when(placeable, f.max_by(of("s", "s_id"), of("s", "idx")).over(at)).alias("sid"),
-    ).filter(f.col("side") == "h").select(
-        "hist", "hid", "rid", "topic", "part", "pe", "isr", "live", f.col("req").alias("aid"), f.col("req_bof").alias("bof"),
+        f.when(placeable, f.max_by(of(STATE, "isr"), of(STATE, "idx")).over(before)).alias("prev_isr"),
+        f.when(placeable, f.max(of(STATE, "zxid")).over(at)).alias("czx"),
+        f.when(placeable, f.max_by(of(STATE, "id"), of(STATE, "idx")).over(at)).alias("sid"),
+    ).filter(f.col("side") == HANDLED).select(
+        "hist", f.col("id").alias("hid"), "rid", "topic", "part", f.col("key").alias("pe"), "isr", "live", "aid", "bof",
         "prev_isr", "czx", "sid",
     )
     # Handled events we cannot place (no ISR, no previous state) are unknown: the added set is
@@ -153,26 +156,25 @@ def partition_states(ev: DataFrame) -> DataFrame:
     """Per partition, in zxid order: leader_epoch and zk_version never decrease, the ISR is never
     empty and the leader is -1 or in the ISR."""
     f, win = F(), W()
-    ps = ev.filter(f.col("f") == "partition_state")
-    w = win.partitionBy("hist", "v_topic", "v_partition").orderBy(f.coalesce("v_zxid", "idx"), "src", "seq")
-    ps = (
-        ps.withColumn("p_le", f.lag("v_leader_epoch").over(w))
-        .withColumn("p_ver", f.lag("v_zk_version").over(w))
-        .withColumn("p_id", f.lag("id").over(w))
-    )
+    # The order is a column, not an expression in the window: Spark names an expression in each
+    # window's order apart (_w0, _w1, ...), which then count as three orders, three sorts.
+    ps = ev.filter(f.col("f") == "partition_state").withColumn("zorder", f.coalesce("v_zxid", "idx"))
+    w = win.partitionBy("hist", "v_topic", "v_partition").orderBy("zorder", "src", "seq")
+    ps = ps.select("*", f.lag("v_leader_epoch").over(w).alias("p_le"), f.lag("v_zk_version").over(w).alias("p_ver"),
+                   f.lag("id").over(w).alias("p_id"))
     keys = {"topic": f.col("v_topic"), "partition": f.col("v_partition")}
-    dec = ps.filter((f.col("v_leader_epoch") < f.col("p_le")) | (f.col("v_zk_version") < f.col("p_ver")))
-    a1 = anom(dec, fmt("%s-%s went from leader_epoch %s/version %s to %s/%s", "v_topic", "v_partition",
-                            "p_le", "p_ver", "v_leader_epoch", "v_zk_version"), f.array("p_id", "id"), **keys)
-    empty = ps.filter(f.col("v_isr").isNotNull() & (f.size("v_isr") == 0))
-    a2 = anom(empty, fmt("%s-%s committed an empty ISR", "v_topic", "v_partition"), f.array("id"), **keys)
-    out = ps.filter(
-        f.col("v_isr").isNotNull() & (f.size("v_isr") > 0) & (f.col("v_leader") != -1)
-        & ~f.array_contains("v_isr", f.col("v_leader"))
+    isr = f.col("v_isr").isNotNull()
+    return anoms(
+        ps,
+        Case((f.col("v_leader_epoch") < f.col("p_le")) | (f.col("v_zk_version") < f.col("p_ver")),
+             fmt("%s-%s went from leader_epoch %s/version %s to %s/%s", "v_topic", "v_partition", "p_le", "p_ver",
+                 "v_leader_epoch", "v_zk_version"), f.array("p_id", "id"), keys=keys),
+        Case(isr & (f.size("v_isr") == 0), fmt("%s-%s committed an empty ISR", "v_topic", "v_partition"),
+             f.array("id"), keys=keys),
+        Case(isr & (f.size("v_isr") > 0) & (f.col("v_leader") != -1) & ~f.array_contains("v_isr", f.col("v_leader")),
+             fmt("%s-%s leader %s is not in ISR %s", "v_topic", "v_partition", "v_leader", f.array_join("v_isr", ",")),
+             f.array("id"), keys=keys),
     )
-    a3 = anom(out, fmt("%s-%s leader %s is not in ISR %s", "v_topic", "v_partition", "v_leader",
-                            f.array_join("v_isr", ",")), f.array("id"), **keys)
-    return a1.unionByName(a2).unionByName(a3)
 
 
 

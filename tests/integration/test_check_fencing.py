@@ -439,3 +439,44 @@ def test_one_job_on_large_input_agrees_with_per_plan_jobs(spark, paths, verdicts
     monkeypatch.setattr(events_df, "SMALL_BYTES", 0)
     res = check_histories(list(paths.values()), spark=spark)
     assert unordered({k: res[p] for k, p in paths.items()}) == unordered(verdicts)
+
+
+def test_anoms_is_the_union_of_its_cases_in_one_pass(spark) -> None:  # noqa: ANN001
+    """``plans.anoms`` gives a row for every case that holds (two for a row where two hold, none where
+    a condition is null), like a union of ``anom`` over each case's filter."""
+    from pyspark.sql import functions as F
+
+    from checkers.plans import Case, anom, anoms, fmt
+
+    df = spark.createDataFrame([("h", 1, 5), ("h", 2, None), ("h", 3, -1), ("g", 4, 7)], "hist string, i int, v int")
+    cases = [
+        Case(F.col("v") > 4, fmt("%s is big", "v"), F.array(F.col("i").cast("string")), keys={"i": F.col("i")}),
+        Case(F.col("i") % 2 == 0, fmt("%s is even", "i"), F.array(F.lit("x")), verdict="unknown"),
+        Case(F.col("v") < 0, fmt("%s is negative", "v"), F.array(F.col("i").cast("string")), keys={"i": F.col("i")}),
+    ]
+    one_pass = anoms(df, *cases)
+    union = [anom(df.filter(c.where), c.message, c.ids, verdict=c.verdict, **(c.keys or {})) for c in cases]
+    expected = union[0].unionByName(union[1]).unionByName(union[2])
+    rows = sorted(tuple(r) for r in one_pass.collect())
+    assert rows == sorted(tuple(r) for r in expected.collect())
+    assert sorted(m for _, m, *_ in rows) == ["-1 is negative", "2 is even", "4 is even", "5 is big", "7 is big"]
+    assert one_pass._jdf.queryExecution().optimizedPlan().toString().count("LogicalRDD") == 1  # one read of df
+
+
+def test_plans_on_large_input_read_and_sort_each_frame_once(spark, paths, monkeypatch) -> None:  # noqa: ANN001
+    """On large input a plan whose anomalies come from one frame reads it once and sorts it once: a
+    union of per-anomaly branches read, shuffled and sorted it once per branch, and an expression in
+    a window's order (not a column) made each window function a sort of its own."""
+    from checkers import events_df
+    from checkers.checker import union
+    from checkers.fencing import CONTROL_REQUEST_EPOCHS, PARTITION_STATES
+
+    monkeypatch.setattr(events_df, "SMALL_BYTES", 0)
+    loaded = events_df.load(spark, list(paths.values()), union([CONTROL_REQUEST_EPOCHS.reads, PARTITION_STATES.reads]))
+    try:
+        assert not loaded.small
+        for c in (CONTROL_REQUEST_EPOCHS, PARTITION_STATES):
+            plan = c.plan(loaded.frame)._jdf.queryExecution().executedPlan().toString()
+            assert plan.count("InMemoryTableScan") == 1 and plan.count("Sort [") == 1, (c.name, plan)
+    finally:
+        loaded.release()
