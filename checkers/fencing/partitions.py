@@ -31,9 +31,9 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     resolved (no request, no previous state, no fetch or an id naming several, epoch -1 or missing) is
     unknown, not valid."""
     f, win = F(), W()
-    # The three kinds placed per partition, clustered once: a handled expansion finds its request
-    # and the states around it in windows over that one exchange, not in joins that each shuffle
-    # both sides. ``key``: a handled event's partition epoch, a state's zk_version.
+    # The three kinds placed per partition: a handled expansion finds its request and the states
+    # around it in windows over the partition's rows, not in joins that each shuffle both sides.
+    # ``key``: a handled event's partition epoch, a state's zk_version.
     hd = ev.filter(
         (f.col("f") == "alter_partition_handled")
         & (f.col("v_outcome").isin("accepted", "applied", "committed", "ok")
@@ -53,29 +53,27 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         f.col("v_zk_version").alias("key"), f.col("v_isr").alias("isr"), f.col("v_zxid").alias("zxid"), "id",
     )
     # One set of columns for the three kinds (key, isr, id mean each kind's own), so that each row
-    # carries few nulls through the exchange and the two sorts.
-    placed = cluster(hd.unionByName(ap, allowMissingColumns=True).unionByName(ps, allowMissingColumns=True),
-                     "hist", "topic", "part")
-
+    # carries few nulls through the exchanges and the sorts.
     def of(side: int, col: str) -> Column:
         return f.when(f.col("side") == side, f.col(col))
 
     # Request ids are unique per leader incarnation: pair on (request id, leader, leader's broker
-    # epoch) within the partition; a null request id pairs with nothing.
+    # epoch) within the partition; a null request id pairs with nothing. The states are clustered
+    # apart and joined after the pairing (a union of two alike-partitioned sides needs no exchange),
+    # so that the pairing's sort orders only the handled events and the requests.
     request = win.partitionBy("hist", "topic", "part", "rid", "ldr", "be")
     paired = f.col("rid").isNotNull()
+    handled = cluster(hd.unionByName(ap, allowMissingColumns=True), "hist", "topic", "part").select(
+        "hist", "idx", "side", "rid", "topic", "part", "key", "isr", "live", "id",
+        f.when(paired, f.max(of(REQUEST, "id")).over(request)).alias("aid"),
+        f.when(paired, f.max_by(of(REQUEST, "bof"), of(REQUEST, "id")).over(request)).alias("bof"),
+    ).filter(f.col("side") == HANDLED)
     # The state before the commit has version partition_epoch - 1 and the commit's, partition_epoch
     # (the last of several reports of one version by merged-history position).
     version = win.partitionBy("hist", "topic", "part").orderBy("key")
     before, at = version.rangeBetween(-1, -1), version.rangeBetween(0, 0)
     placeable = f.col("topic").isNotNull() & f.col("part").isNotNull() & f.col("key").isNotNull()
-    # The requests are paired first and their rows dropped, so that the versions' sort, the second
-    # over this exchange, orders only the handled events and the states.
-    j = placed.select(
-        "hist", "idx", "side", "rid", "topic", "part", "key", "isr", "live", "zxid", "id",
-        f.when(paired, f.max(of(REQUEST, "id")).over(request)).alias("aid"),
-        f.when(paired, f.max_by(of(REQUEST, "bof"), of(REQUEST, "id")).over(request)).alias("bof"),
-    ).filter(f.col("side") != REQUEST).select(
+    j = one(handled.unionByName(cluster(ps, "hist", "topic", "part"), allowMissingColumns=True)).select(
         "*",
         f.when(placeable, f.max_by(of(STATE, "isr"), of(STATE, "idx")).over(before)).alias("prev_isr"),
         f.when(placeable, f.max(of(STATE, "zxid")).over(at)).alias("czx"),
