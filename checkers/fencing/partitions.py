@@ -33,7 +33,9 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     f, win = F(), W()
     # The three kinds placed per partition: a handled expansion finds its request and the states
     # around it in windows over the partition's rows, not in joins that each shuffle both sides.
-    # ``key``: a handled event's partition epoch, a state's zk_version.
+    # One set of columns for the three kinds (``key``: a handled event's partition epoch, a state's
+    # zk_version; ``isr`` and ``id`` each kind's own), so that each row carries few nulls through the
+    # exchanges and the sorts.
     hd = ev.filter(
         (f.col("f") == "alter_partition_handled")
         & (f.col("v_outcome").isin("accepted", "applied", "committed", "ok")
@@ -52,8 +54,6 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         "hist", "idx", f.lit(STATE).alias("side"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
         f.col("v_zk_version").alias("key"), f.col("v_isr").alias("isr"), f.col("v_zxid").alias("zxid"), "id",
     )
-    # One set of columns for the three kinds (key, isr, id mean each kind's own), so that each row
-    # carries few nulls through the exchanges and the sorts.
     def of(side: int, col: str) -> Column:
         return f.when(f.col("side") == side, f.col(col))
 
