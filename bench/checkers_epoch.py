@@ -1,7 +1,7 @@
 """Benchmark: the epoch-fencing plans (``checkers.fencing.PLANS``) on synthetic histories of 1M and 10M
 events. Not a test.
 
-Usage: python bench/checkers_epoch.py [--sizes 1000000,10000000] [--out /tmp/zkfence-bench]
+Usage: python bench/checkers_epoch.py [--sizes 1000000,10000000] [--out /tmp/zkfence-bench] [--per-plan]
 
 The generator is Spark itself (spark.range -> events of ten kinds, value as JSON text; every committed
 ISR expansion decidable: its request, the state before it, the fetch it names and the replica's
@@ -12,7 +12,8 @@ directory per run, rows in kind order within each file). Timed: read that Parque
 plan, collect the anomalies (one job). I/O floor: read the same Parquet and aggregate over a full
 scan of every column the plans declare they read (``Checker.reads``: a superset of what each scans;
 sum of hashes, so no metadata-only count), on the same session.
-Figures are printed after the SparkSession is up.
+Figures are printed after the SparkSession is up. ``--per-plan`` then times each plan alone on the
+largest size, once to warm and once measured, slowest first: where the family's time goes.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000000,10000000")
     ap.add_argument("--out", default="/tmp/zkfence-bench")
+    ap.add_argument("--per-plan", action="store_true", help="then each plan alone on the largest size, warm")
     a = ap.parse_args()
     sizes = parse_sizes(a.sizes)
     spark = warm_spark()
@@ -158,7 +160,22 @@ def main() -> int:
     if len(sizes) >= 2:
         lo, hi = sizes[0], sizes[-1]
         print(f"time ratio {hi:,}/{lo:,} events: {times[hi] / times[lo]:.2f} (size ratio {hi / lo:.0f})")
+    if a.per_plan:
+        per_plan(spark, Path(a.out) / f"events-{sizes[-1]}", sizes[-1], times[sizes[-1]])
     return 0
+
+
+def per_plan(spark, path: Path, n: int, together: float) -> None:  # noqa: ANN001
+    """Each plan alone on ``path``, its second run timed (the first compiles and warms its code)."""
+    alone = {}
+    for c in PLANS:
+        for _ in range(2):
+            t0 = time.monotonic()
+            plans.collect([c], spark.read.parquet(str(path)), ["bench"], small=False)
+            alone[c.name] = time.monotonic() - t0
+    print(f"each plan alone on {n:,} events, warm: " + ", ".join(
+        f"{k} {v:.1f} s" for k, v in sorted(alone.items(), key=lambda kv: -kv[1]))
+        + f" | sum {sum(alone.values()):.1f} s (all together, cold: {together:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -31,8 +31,8 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     resolved (no request, no previous state, no fetch or an id naming several, epoch -1 or missing) is
     unknown, not valid."""
     f, win = F(), W()
-    # The three kinds placed per partition: a handled expansion finds its request and the states
-    # around it in windows over the partition's rows, not in joins that each shuffle both sides.
+    # The three kinds placed per partition: a handled expansion finds the states around it and its
+    # request in windows over the partition's rows, not in joins that each shuffle both sides.
     # One set of columns for the three kinds (``key``: a handled event's partition epoch, a state's
     # zk_version; ``isr`` and ``id`` each kind's own), so that each row carries few nulls through the
     # exchanges and the sorts.
@@ -45,51 +45,52 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         f.col("v_broker_epoch").alias("be"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
         f.col("v_partition_epoch").alias("key"), f.col("v_isr").alias("isr"), f.col("v_live").alias("live"), "id",
     )
-    ap = ev.filter(f.col("f") == "alter_partition").select(
-        "hist", "idx", f.lit(REQUEST).alias("side"), f.col("v_request_id").alias("rid"), broker().alias("ldr"),
-        f.col("v_broker_epoch").alias("be"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"), "id",
-        f.col("v_based_on_fetch").alias("bof"),
-    )
     ps = ev.filter(f.col("f") == "partition_state").select(
         "hist", "idx", f.lit(STATE).alias("side"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
         f.col("v_zk_version").alias("key"), f.col("v_isr").alias("isr"), f.col("v_zxid").alias("zxid"), "id",
     )
+    ap = ev.filter(f.col("f") == "alter_partition").select(
+        "hist", f.lit(REQUEST).alias("side"), f.col("v_request_id").alias("rid"), broker().alias("ldr"),
+        f.col("v_broker_epoch").alias("be"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"), "id",
+        f.col("v_based_on_fetch").alias("bof"),
+    )
     def of(side: int, col: str) -> Column:
         return f.when(f.col("side") == side, f.col(col))
 
-    # Request ids are unique per leader incarnation: pair on (request id, leader, leader's broker
-    # epoch) within the partition; a null request id pairs with nothing. The states are clustered
-    # apart and joined after the pairing (a union of two alike-partitioned sides needs no exchange),
-    # so that the pairing's sort orders only the handled events and the requests.
-    request = win.partitionBy("hist", "topic", "part", "rid", "ldr", "be")
-    paired = f.col("rid").isNotNull()
-    handled = cluster(hd.unionByName(ap, allowMissingColumns=True), "hist", "topic", "part").select(
-        "hist", "idx", "side", "rid", "topic", "part", "key", "isr", "live", "id",
-        f.when(paired, f.max(of(REQUEST, "id")).over(request)).alias("aid"),
-        f.when(paired, f.max_by(of(REQUEST, "bof"), of(REQUEST, "id")).over(request)).alias("bof"),
-    ).filter(f.col("side") == HANDLED)
-    # The state before the commit has version partition_epoch - 1 and the commit's, partition_epoch
-    # (the last of several reports of one version by merged-history position).
+    # The states first: the one before the commit has version partition_epoch - 1 and the commit's,
+    # partition_epoch (the last of several reports of one version by merged-history position). The
+    # replicas the commit added are known then, so that the pairing below sorts one narrow row per
+    # added replica where the handled event's maps and arrays would have ridden along.
     version = win.partitionBy("hist", "topic", "part").orderBy("key")
     before, at = version.rangeBetween(-1, -1), version.rangeBetween(0, 0)
     placeable = f.col("topic").isNotNull() & f.col("part").isNotNull() & f.col("key").isNotNull()
-    j = one(handled.unionByName(cluster(ps, "hist", "topic", "part"), allowMissingColumns=True)).select(
+    j = cluster(hd.unionByName(ps, allowMissingColumns=True), "hist", "topic", "part").select(
         "*",
         f.when(placeable, f.max_by(of(STATE, "isr"), of(STATE, "idx")).over(before)).alias("prev_isr"),
         f.when(placeable, f.max(of(STATE, "zxid")).over(at)).alias("czx"),
         f.when(placeable, f.max_by(of(STATE, "id"), of(STATE, "idx")).over(at)).alias("sid"),
-    ).filter(f.col("side") == HANDLED).select(
-        "hist", f.col("id").alias("hid"), "rid", "topic", "part", f.col("key").alias("pe"), "isr", "live", "aid", "bof",
-        "prev_isr", "czx", "sid",
-    )
+    ).filter(f.col("side") == HANDLED)
     # Handled events we cannot place (no ISR, no previous state) are unknown: the added set is
     # unknowable. They go on as one row without a replica, so every verdict comes from one stream.
     undecided = f.col("isr").isNull() | f.col("prev_isr").isNull()
-    j = j.withColumn("undecided", undecided).withColumn(
+    asks = j.withColumn("undecided", undecided).withColumn(
         "r", f.explode(f.when(undecided, f.array(f.lit(None).cast("int"))).otherwise(f.array_except("isr", "prev_isr")))
     ).select(  # what the lookups below need of the maps and arrays, so that less is shuffled
-        "hist", "hid", "rid", "topic", "part", "pe", "aid", "czx", "sid", "undecided", "r",
+        "hist", "side", "rid", "ldr", "be", "topic", "part", f.col("key").alias("pe"), "czx", "sid", "undecided", "r", "id",
         f.when(undecided, f.array_join("isr", ",")).alias("isr_text"), f.try_element_at("live", f.col("r").cast("string")).alias("live_r"),
+    )
+    # Request ids are unique per leader incarnation: pair on (request id, leader, leader's broker
+    # epoch) within the partition; a null request id pairs with nothing. The requests are clustered
+    # apart and unioned with the added replicas (two alike-partitioned sides need no exchange).
+    request = win.partitionBy("hist", "topic", "part", "rid", "ldr", "be")
+    paired = f.col("rid").isNotNull()
+    j = one(asks.unionByName(cluster(ap, "hist", "topic", "part"), allowMissingColumns=True)).select(
+        "hist", "side", f.col("id").alias("hid"), "rid", "topic", "part", "pe", "czx", "sid", "undecided", "r", "isr_text",
+        "live_r",
+        f.when(paired, f.max(of(REQUEST, "id")).over(request)).alias("aid"),
+        f.when(paired, f.max_by(of(REQUEST, "bof"), of(REQUEST, "id")).over(request)).alias("bof"),
+    ).filter(f.col("side") == HANDLED).select(
+        "hist", "hid", "rid", "topic", "part", "pe", "aid", "czx", "sid", "undecided", "r", "isr_text", "live_r",
         f.try_element_at(f.coalesce("bof", f.create_map().cast("map<string,string>")), f.col("r").cast("string")).alias("frid"),
     )
     # The fetch based_on_fetch names, by its event id: each id's fetches counted and hashed, then
