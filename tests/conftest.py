@@ -1,8 +1,18 @@
-"""Shared fixtures: the session-wide SparkSession (created once; see checkers.spark)."""
+"""Shared fixtures: the session-wide SparkSession (created once; see checkers.spark), and a
+terminated test session that still stops what its fixtures started."""
 
 from __future__ import annotations
 
+import signal
+
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # SIGTERM (`timeout`, a CI job cancelled) would end the process without running a fixture's
+    # teardown: the session's ZooKeeper server, the clusters' sshd, Toxiproxy and temp dirs would be
+    # left behind. As an interrupt, pytest stops and tears every fixture down, as on Ctrl-C.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
