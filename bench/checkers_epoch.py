@@ -143,9 +143,7 @@ def main() -> int:
             read = read_columns(plans.anomalies(PLANS, ev))
             needed = list(columns(union(c.reads for c in PLANS)))  # what the plans declare they read
             print(f"checkers' Parquet ReadSchema columns: {len(read)}; floor scans {len(needed)} (their declared reads)")
-        t0 = time.monotonic()
-        res = plans.collect(PLANS, spark.read.parquet(str(out)), ["bench"], small=False)
-        check = time.monotonic() - t0
+        res, check = timed_collect(spark, PLANS, out)
         bad = {k: v["stats"]["anomalies_total"] for k, v in res["bench"].items() if v["valid"] is False}
         unknown = {k: v["stats"].get("unknown_total", 0) for k, v in res["bench"].items() if v["valid"] == "unknown"}
         t0 = time.monotonic()
@@ -165,17 +163,19 @@ def main() -> int:
     return 0
 
 
+def timed_collect(spark, checkers, path: Path):  # noqa: ANN001, ANN201
+    """The plans' results on the Parquet at ``path`` (one job) and the seconds it took."""
+    t0 = time.monotonic()
+    res = plans.collect(checkers, spark.read.parquet(str(path)), ["bench"], small=False)
+    return res, time.monotonic() - t0
+
+
 def per_plan(spark, path: Path, n: int, together: float) -> None:  # noqa: ANN001
     """Each plan alone on ``path``, its second run timed (the first compiles and warms its code)."""
-    alone = {}
-    for c in PLANS:
-        for _ in range(2):
-            t0 = time.monotonic()
-            plans.collect([c], spark.read.parquet(str(path)), ["bench"], small=False)
-            alone[c.name] = time.monotonic() - t0
+    alone = {c.name: [timed_collect(spark, [c], path)[1] for _ in range(2)][-1] for c in PLANS}
     print(f"each plan alone on {n:,} events, warm: " + ", ".join(
         f"{k} {v:.1f} s" for k, v in sorted(alone.items(), key=lambda kv: -kv[1]))
-        + f" | sum {sum(alone.values()):.1f} s (all together, cold: {together:.1f} s)")
+        + f" | sum {sum(alone.values()):.1f} s (all together, its first run at this size: {together:.1f} s)")
 
 
 if __name__ == "__main__":

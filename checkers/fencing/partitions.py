@@ -40,8 +40,8 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         (f.col("f") == "alter_partition_handled")
         & (f.col("v_outcome").isin("accepted", "applied", "committed", "ok")
            | (f.col("v_outcome").isNull() & (f.col("v_error_code") == 0)))
-    ).select(
-        "hist", "idx", f.lit(HANDLED).alias("side"), f.col("v_request_id").alias("rid"), f.col("v_leader").alias("ldr"),
+    ).select(  # no idx: only the states' picks the last report of a version
+        "hist", f.lit(HANDLED).alias("side"), f.col("v_request_id").alias("rid"), f.col("v_leader").alias("ldr"),
         f.col("v_broker_epoch").alias("be"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
         f.col("v_partition_epoch").alias("key"), f.col("v_isr").alias("isr"), f.col("v_live").alias("live"), "id",
     )
