@@ -3,7 +3,8 @@ by `harness serve` on loopback, each page opened in headless Chromium (Debian's 
 chromium-driver, driven by selenium), and a campaign's index (a campaign directory made from that
 run). Fails on a JavaScript console error or a plot without points; screenshots go to the test's tmp
 dir and, for review, /tmp/zkfence-report*.png and /tmp/zkfence-campaign.png. Every process it
-starts (harness serve, chromedriver, Chromium and its helpers) must be gone at the end.
+starts (harness serve, chromedriver, Chromium and its helpers) must be gone at the end, and so must
+the directories Chromium makes in TMPDIR (its singleton socket's survived driver.quit() in /tmp).
 
 One run serves the whole module. A second run directory is that run's copy with synthetic client
 operations added (no client workload ships yet), so the latency and throughput plots are exercised
@@ -18,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -187,8 +189,16 @@ def browser() -> Iterator[object]:
                 "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(CHROMEDRIVER)
-    driver = webdriver.Chrome(service=service, options=opts)
+    shared_tmp = Path(tempfile.gettempdir())
+    before = _chromium_dirs(shared_tmp)
+    own_tmp = Path(tempfile.mkdtemp(prefix="zkfence-chromium-"))
+    opts.add_argument(f"--user-data-dir={own_tmp / 'profile'}")
+    service = Service(CHROMEDRIVER, env={**os.environ, "TMPDIR": str(own_tmp)})
+    try:
+        driver = webdriver.Chrome(service=service, options=opts)
+    except BaseException:
+        shutil.rmtree(own_tmp, ignore_errors=True)
+        raise
     started = {service.process.pid} | _descendants(service.process.pid)  # chromedriver, Chromium, helpers
     try:
         driver.set_page_load_timeout(60)
@@ -197,7 +207,14 @@ def browser() -> Iterator[object]:
         started |= _descendants(service.process.pid)
         driver.quit()
         left = _reap(started)
+        shutil.rmtree(own_tmp, ignore_errors=True)
         assert not left, f"chromedriver/Chromium processes outlived driver.quit() (killed): {sorted(left)}"
+        strays = _chromium_dirs(shared_tmp) - before
+        assert not strays, f"Chromium left directories in {shared_tmp} despite TMPDIR: {sorted(strays)}"
+
+
+def _chromium_dirs(tmp: Path) -> set[Path]:
+    return set(tmp.glob("org.chromium.*")) | set(tmp.glob(".org.chromium.*"))
 
 
 def _open(driver, url: str) -> list[dict]:
