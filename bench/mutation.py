@@ -33,6 +33,7 @@ if str(ROOT) not in sys.path:
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
+    from checkers.spark import add_master_flag
     from harness.campaign import load_campaign
     from harness.engine import Engine
     from harness.inventory import load_inventory
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                    "bug with '+' (default: every bug of harness.mutation.MUTATIONS)")
     p.add_argument("--store", metavar="DIR", default=str(ROOT / "store" / "bench"),
                    help="store directory (default ./store/bench)")
-    p.add_argument("--spark-master", metavar="URL", help="Spark master (default local[*])")
+    add_master_flag(p)
     p.add_argument("--json", metavar="FILE", help="also write the scores as JSON")
     p.add_argument("--verbose", action="store_true", help="print every run's live steps")
     args = p.parse_args(argv)

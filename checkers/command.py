@@ -19,7 +19,9 @@ from typing import Any
 
 from checkers.parsers import FORMATS, ParseError
 from checkers.result import Result, worst
+from checkers.spark import add_master_flag
 from harness.errors import UsageError, exit_code_for
+from harness.outputs import writable_dir, writable_file
 
 RESULTS_FILE = "results-check.json"
 
@@ -33,7 +35,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="store dir, JSONL history or reference history")
     p.add_argument("--format", choices=FORMATS, help="input format (detected per path when omitted)")
     p.add_argument("--model", help="linearizability model (default per format: etcd, kv, cas-register/...)")
-    p.add_argument("--spark-master", help="Spark master (default $HARNESS_SPARK_MASTER or local[*])")
+    add_master_flag(p)
     p.add_argument("--budget-seconds", type=float, default=30.0, help="CPU budget per part; over it → unknown")
     p.add_argument("--local", action="store_true", help="check reference histories without Spark (pure path)")
     p.add_argument("--json", action="store_true", help="print one JSON result object per line")
@@ -114,6 +116,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--budget-seconds must be positive")
     if args.model is not None and args.model not in models.MODELS:
         raise UsageError(f"--model {args.model!r}: one of {', '.join(sorted(models.MODELS))}")
+    if args.junit:
+        writable_file(args.junit, "--junit")
+    if args.parquet:
+        writable_dir(args.parquet, "--parquet")
     resolved: list[tuple[Path, Path | None]] = []
     fmts: list[str] = []
     skipped: list[dict[str, Any]] = []
@@ -133,8 +139,9 @@ def run(args: argparse.Namespace) -> int:
     warm = None
     if need_spark:
         from checkers.events_df import SMALL_BYTES
-        from checkers.spark import start_spark_in_background
+        from checkers.spark import check_master, start_spark_in_background
 
+        check_master(args.spark_master)
         # Run-sized input: a JVM tuned for start-up, not throughput (checkers.spark.QUICK_JVM).
         quick = sum(h.stat().st_size for h, _ in resolved) <= SMALL_BYTES
         warm = start_spark_in_background(args.spark_master, quick=quick)

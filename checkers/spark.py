@@ -2,6 +2,9 @@
 
 ``get_spark()`` returns a process-wide session (created once, reused). The master is, in order:
 the ``master`` argument (the ``--spark-master`` flag), env ``HARNESS_SPARK_MASTER``, ``local[*]``.
+Commands check it before any work (``master_arg`` for the flag, ``check_master``): a malformed URL
+is bad input naming the flag or the variable, a standalone master nothing answers at is an
+environment failure in seconds, not a traceback after a run and Spark's minute of retries.
 A master that is not ``local[...]`` gets the project's packages shipped to its executors
 (``checkers.ship``); every session gets the project's JVM functions (``checkers.udfs``).
 ``start_spark_in_background()`` warms it on a worker thread so a run can pay the JVM start-up
@@ -15,8 +18,11 @@ inputs of the benches and ``harness analyze`` get a local JVM for throughput (``
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import re
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,9 +51,80 @@ BATCH_JVM = "-XX:+UseParallelGC"
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
 
+# The master URLs Spark's SparkContext.createTaskScheduler takes (SparkMasterRegex), plus yarn and
+# k8s:// (cluster managers of their own): anything else fails inside the JVM with no word of why.
+_HOST_PORT = r"(?:\[[0-9A-Fa-f:.]+\]|[^\s,/:\[\]]+):([0-9]{1,5})"
+_MASTER = re.compile(
+    r"local|local\[(?:\*|[1-9][0-9]*)(?:\s*,\s*[1-9][0-9]*)?\]"
+    r"|local-cluster\[\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*\]"
+    rf"|spark://{_HOST_PORT}(?:,{_HOST_PORT})*|yarn|k8s://\S+"
+)
+MASTER_FORMS = "local, local[N], local[*], local[N,F], local-cluster[N,C,M], spark://HOST:PORT[,HOST:PORT...], " \
+    "yarn or k8s://URL"
+PROBE_TIMEOUT_S = 3.0
+
+
+def master_problem(url: str) -> str | None:
+    """Why ``url`` is not a master URL Spark takes, or None."""
+    ok = _MASTER.fullmatch(url) is not None and all(0 < port <= 65535 for _, port in standalone_endpoints(url))
+    return None if ok else f"{url!r} is not a Spark master URL ({MASTER_FORMS})"
+
+
+def add_master_flag(p: argparse.ArgumentParser, what: str = "Spark master") -> None:
+    p.add_argument("--spark-master", metavar="URL", type=master_arg,
+                   help=f"{what} (default ${ENV_MASTER} or {DEFAULT_MASTER})")
+
+
+def master_arg(text: str) -> str:
+    """``--spark-master``'s argparse type: a malformed URL is the flag's error (exit 254)."""
+    problem = master_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def standalone_endpoints(url: str) -> list[tuple[str, int]]:
+    """A ``spark://`` master's (host, port) pairs, in order (several for standby masters); none otherwise."""
+    if not url.startswith("spark://"):
+        return []
+    pairs = []
+    for hp in url.removeprefix("spark://").split(","):
+        host, _, port = hp.rpartition(":")
+        pairs.append((host.strip("[]"), int(port) if port.isdigit() else -1))
+    return pairs
+
 
 def resolve_master(master: str | None = None) -> str:
-    return master or os.environ.get(ENV_MASTER) or DEFAULT_MASTER
+    if master:
+        return master
+    env = os.environ.get(ENV_MASTER)
+    if env:
+        problem = master_problem(env)
+        if problem is not None:
+            from harness.errors import UsageError
+
+            raise UsageError(f"${ENV_MASTER}: {problem}")
+        return env
+    return DEFAULT_MASTER
+
+
+def check_master(master: str | None = None) -> str:
+    """The master a session would use, checked before any work: a malformed one from the environment
+    is ``UsageError``; a standalone master at none of whose HOST:PORTs anything accepts a connection is
+    ``EnvironmentFailed`` now (Spark itself retries for a minute, then fails with a Java trace)."""
+    from harness.errors import EnvironmentFailed
+
+    m = resolve_master(master)
+    refused = []
+    for host, port in standalone_endpoints(m):
+        try:
+            socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
+            return m
+        except OSError as e:
+            refused.append(f"{host}:{port} ({e.strerror or e})")
+    if refused:
+        raise EnvironmentFailed(f"Spark master {m}: nothing accepts connections at {', '.join(refused)}")
+    return m
 
 
 def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession:
@@ -67,6 +144,11 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
         if active is not None:
             return active
         m = resolve_master(master)
+        problem = master_problem(m)
+        if problem is not None:
+            from harness.errors import UsageError
+
+            raise UsageError(problem)
         local = m.startswith("local")
         os.environ.setdefault("PYSPARK_PYTHON", _python())
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -104,7 +186,14 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
         if quick and local:
             for k, v in QUICK_CONF.items():
                 builder = builder.config(k, v)
-        spark = builder.getOrCreate()
+        try:
+            spark = builder.getOrCreate()
+        except Exception as e:
+            if local:
+                raise
+            from harness.errors import EnvironmentFailed
+
+            raise EnvironmentFailed(f"Spark master {m}: no session ({_why(e)})") from e
         spark.sparkContext.setLogLevel("ERROR")
         if jar is not None:
             udfs.register(spark)
@@ -147,6 +236,18 @@ def stop_spark() -> None:
         active = SparkSession.getActiveSession()
         if active is not None:
             active.stop()
+
+
+def _why(e: BaseException) -> str:
+    """A failed session's reason in one line: the Java exception's first line, not py4j's wrapper
+    (Spark logs the cause, e.g. "All masters are unresponsive", as ERROR lines just before)."""
+    text = str(e)
+    java = getattr(e, "java_exception", None)
+    if java is not None:
+        with contextlib.suppress(Exception):
+            text = str(java.toString())
+    lines = text.strip().splitlines()
+    return lines[0] if lines else type(e).__name__
 
 
 def _export_pythonpath() -> None:

@@ -13,8 +13,14 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, EXIT_UNKNOWN, RunInterrupted, UsageError
-from harness.remote import RemoteError
+from harness.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CRASH,
+    EXIT_UNKNOWN,
+    EnvironmentFailed,
+    RunInterrupted,
+    UsageError,
+)
 
 COMMAND_MODULES = (
     "harness.commands.run",
@@ -62,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = f"; partial history checked ({_verdict(e.valid)}): {e.run_dir}" if isinstance(e, RunInterrupted) else ""
         print(f"harness: interrupted; everything started was torn down{done}", file=sys.stderr)
         return 130
-    except RemoteError as e:
+    except EnvironmentFailed as e:
         # The environment failed (a node unreachable, a component that would not start): nothing
         # was decided about the system under test, so the verdict is unknown, said in one line.
         print(f"harness: {e}", file=sys.stderr)

@@ -38,11 +38,11 @@ from rich.console import Console
 
 from harness.components import live
 from harness.effects import Effects
-from harness.errors import RunInterrupted, exit_code_for
+from harness.errors import EnvironmentFailed, RunInterrupted, exit_code_for
 from harness.inventory import Inventory
+from harness.outputs import writable_dir
 from harness.phases import Lap, current_phase, play_covers_spark_start, sigterm_as_interrupt
 from harness.progress import LiveLine, OpsRate, progress_line
-from harness.remote import RemoteError
 from harness.spec import ANOMALY, TestSpec
 from harness.store import new_run_dir, write_json
 from harness.wait import wait_until
@@ -109,11 +109,14 @@ class Engine:
     def __init__(self, inventory: Inventory, store: str | Path | None = None, console: Console | None = None,
                  spark_master: str | None = None, keep_warm: bool = False, effects: Effects | None = None,
                  on_faults: Callable[[list[str]], None] | None = None) -> None:
+        from checkers.spark import check_master
+
+        check_master(spark_master)  # a master that cannot take the check fails now, not after the run
         self.inv = inventory
         # Told the active faults ("partition n1,n2") whenever the set changes during a run's play, so a
         # campaign can show the current fault without a second copy of the schedule's clock.
         self.on_faults = on_faults
-        self.store = Path(store) if store else REPO_ROOT / "store"
+        self.store = writable_dir(store or REPO_ROOT / "store", "--store")
         self.console = console or Console()
         self.spark_master = spark_master
         self.keep_warm = keep_warm
@@ -272,7 +275,12 @@ class Engine:
         lap("collect")
         self.say(f"[bold]collect[/] {n} events → {run_dir / 'history.jsonl'}")
         if n:
-            results = self.effects.check(self, str(run_dir / "history.jsonl"), spec)
+            try:
+                results = self.effects.check(self, str(run_dir / "history.jsonl"), spec)
+            except EnvironmentFailed as e:  # no verdict, but the history stays, to be checked later
+                self.say(f"  [red]check failed[/] {e}; the history is kept: harness check {run_dir}")
+                results = {"valid": "unknown", "checkers": {}, "anomalies": [], "stats": {"events": n},
+                           "check_error": str(e)}
         else:
             results = {"valid": "unknown", "checkers": {}, "anomalies": [], "stats": {"events": 0}}
         if ops and spec.workload.client is not None:  # a run with a workload (none has no client)
@@ -367,7 +375,7 @@ class Engine:
             writers["harness"].emit("run_end", live_brokers=live_brokers)
         except Exception as e:  # noqa: BLE001 - recorded with the run; the history is still collected
             error = f"{type(e).__name__}: {e}"
-            self.error_is_environment = isinstance(e, RemoteError | TimeoutError)
+            self.error_is_environment = isinstance(e, EnvironmentFailed | TimeoutError)
             writers["harness"].emit("run_error", error=error)
             self.say(f"  [red]error[/] {error}")
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: recorded, then collected and healed below

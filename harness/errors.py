@@ -11,6 +11,12 @@ class UsageError(Exception):
     """Bad arguments or input: one line naming the file and line, the key path or the flag."""
 
 
+class EnvironmentFailed(RuntimeError):
+    """The environment failed (a node unreachable, a component or a Spark master that would not
+    start or answer): nothing was decided about the system under test, so the verdict is unknown
+    (exit 2), said in one line."""
+
+
 def exit_code_for(valid: bool | str) -> int:
     if valid is True:
         return EXIT_VALID

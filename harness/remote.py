@@ -23,7 +23,7 @@ from typing import Protocol, TypeVar
 import paramiko
 
 from harness.components import ProcState, parse_stat
-from harness.errors import UsageError
+from harness.errors import EnvironmentFailed, UsageError
 from harness.hostkeys import UnknownHostKey
 from harness.wait import wait_until
 
@@ -43,7 +43,7 @@ class CommandResult:
         return self.exit_code == 0
 
 
-class RemoteError(RuntimeError):
+class RemoteError(EnvironmentFailed):
     pass
 
 

@@ -17,7 +17,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from checkers.spark import add_master_flag
 from harness.errors import EXIT_BAD_INPUT
+from harness.outputs import writable_dir
 
 if TYPE_CHECKING:
     from checkers.server import ServerState
@@ -29,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("store_pos", nargs="?", metavar="STORE", help="store directory (same as --store)")
     p.add_argument("--store", default=None, help="store directory (default: store)")
     p.add_argument("--out", default=None, help="dataset and tables directory (default: STORE/analysis)")
-    p.add_argument("--spark-master", help="Spark master (default $HARNESS_SPARK_MASTER or local[*])")
+    add_master_flag(p)
     p.add_argument("--no-server", action="store_true",
                    help="run in this process even when a batch check server (`harness check-server start --batch`) "
                         "is running")
@@ -47,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if not store.is_dir():
         print(f"harness analyze: {store}: no such store directory", file=sys.stderr)
         return EXIT_BAD_INPUT
-    out = Path(args.out) if args.out else store / ANALYSIS_DIR
+    out = writable_dir(Path(args.out) if args.out else store / ANALYSIS_DIR, "--out")
     console = Console()
     t0 = time.monotonic()
     remote = None if args.no_server else _server_for(args.spark_master)
@@ -57,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"harness analyze: on the batch check server (pid {remote.pid}, {remote.master})", file=sys.stderr)
         outcome = analyze_remote(remote, store, out)
     else:
-        from checkers.spark import get_spark
+        from checkers.spark import check_master, get_spark
         from harness.analysis.job import analyze
 
+        check_master(args.spark_master)
         outcome = analyze(store, out, lambda: get_spark(args.spark_master))
     for line in outcome.warnings:
         print(line, file=sys.stderr)

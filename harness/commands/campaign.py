@@ -22,8 +22,10 @@ from typing import Any
 from rich.console import Console
 
 from checkers.result import worst
+from checkers.spark import add_master_flag
 from harness.campaign import DEFAULT_CAMPAIGN, Campaign, CampaignError, PlannedRun, load_campaign
 from harness.errors import EXIT_UNKNOWN, UsageError, exit_code_for
+from harness.outputs import writable_dir, writable_file
 from harness.store import new_run_dir, write_json
 
 STATE = "campaign.json"
@@ -35,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", metavar="FILE", nargs="?", default=None,
                    help=f"campaign TOML (default: {DEFAULT_CAMPAIGN.relative_to(DEFAULT_CAMPAIGN.parents[1])})")
     p.add_argument("--store", metavar="DIR", default="store", help="store directory (default: ./store)")
-    p.add_argument("--spark-master", metavar="URL", help="Spark master (default local[*], env HARNESS_SPARK_MASTER)")
+    add_master_flag(p)
     p.add_argument("--budget", type=float, metavar="S", help="wall-clock seconds; overrides the file's budget")
     p.add_argument("--new", action="store_true", help="start a new campaign directory even if the last one is unfinished")
     p.add_argument("--junit", metavar="FILE", help="also copy the campaign's JUnit XML to FILE")
@@ -75,11 +77,13 @@ def run(args: argparse.Namespace) -> int:
     if args.budget is not None and args.budget <= 0:
         raise UsageError(f"--budget: must be > 0 seconds, got {args.budget}")
     budget = args.budget if args.budget is not None else campaign.budget
+    writable_dir(args.store, "--store")
+    if args.junit:
+        writable_file(args.junit, "--junit")
     inv = load_inventory(campaign.inventory)
     console = Console()
     cdir, state = run_campaign(campaign, inv, Path(args.store), console, args.spark_master, budget, new=args.new)
     if args.junit:
-        Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
         Path(args.junit).write_bytes((cdir / "junit.xml").read_bytes())
     verdicts = [r["valid"] for r in state["runs"].values()]
     counts = {w: sum(1 for v in verdicts if _word(v) == w) for w in ("valid", "invalid", "unknown")}

@@ -7,6 +7,7 @@ import argparse
 import sys
 import time
 
+from checkers.spark import add_master_flag, check_master
 from harness.errors import UsageError
 
 
@@ -14,8 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check-server", help="keep a warm Spark session that `harness check` uses",
                        description=__doc__)
     p.add_argument("action", choices=("start", "stop", "status"))
-    p.add_argument("--spark-master", help="Spark master of the server's session (default $HARNESS_SPARK_MASTER "
-                                          "or local[*]); `harness check` uses the server only for the same master")
+    add_master_flag(p, "Spark master of the server's session; `harness check` uses the server only for the same master")
     p.add_argument("--idle-timeout", type=float, default=None, metavar="S",
                    help="stop after S seconds without a check (default 3600)")
     p.add_argument("--batch", action="store_true",
@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "start":
         if args.idle_timeout is not None and args.idle_timeout <= 0:
             raise UsageError("--idle-timeout must be positive")
+        check_master(args.spark_master)  # before a detached process fails where no one reads it
         t0 = time.monotonic()
         try:
             st, started = server.start(args.spark_master, args.idle_timeout or server.DEFAULT_IDLE_TIMEOUT_S,

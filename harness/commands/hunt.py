@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.errors import UsageError
+from harness.outputs import writable_file
 
 DEFAULT_OUT = "store/hunt/minimal.toml"
 
@@ -68,6 +69,7 @@ def run_hunt(args: argparse.Namespace) -> int:
     bad = [f for f in faults if f not in FAULTS]
     if bad or not faults:
         raise UsageError(f"--faults: unknown {bad} (known: {', '.join(FAULTS)})")
+    writable_file(args.out, "--out")
     inv = load_inventory(args.inventory)
     # One engine for every run: each run still gets a cluster of its own, Spark stays up.
     engine = Engine(inv, args.store, quiet, args.spark_master)

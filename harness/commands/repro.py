@@ -19,6 +19,7 @@ from typing import Any
 
 from rich.console import Console
 
+from checkers.spark import add_master_flag
 from harness.commands.kafkaflags import add_zk_client_args, fetch, kafka_brokers, kafka_target
 from harness.errors import EXIT_BAD_INPUT, UsageError
 
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="DIR", default=None, help="store directory (default: ./store)")
     p.add_argument("--spark", action="store_true",
                    help="run the registration checks on Spark too (the fencing invariants always do)")
-    p.add_argument("--spark-master", metavar="URL", help="Spark master (default local[*])")
+    add_master_flag(p)
     p.add_argument("--no-timeline", action="store_true", help="do not print the per-run timeline")
     p.add_argument("--kafka", metavar="VERSION",
                    help="real Apache Kafka VERSION brokers (ZooKeeper mode, 2.x-3.9.x) in place of the agents; "

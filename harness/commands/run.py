@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from agent.config import ConfigError, parse_toggle_args
+from checkers.spark import add_master_flag
 from harness.commands.kafkaflags import (
     KAFKA_MARGIN_MS,
     add_zk_client_args,
@@ -25,6 +26,7 @@ from harness.commands.kafkaflags import (
 )
 from harness.errors import EXIT_CRASH, UsageError
 from harness.inventory import Inventory, load_inventory
+from harness.outputs import writable_file
 from harness.spec import KafkaBrokers, TestSpec
 from nemesis.schedule import Schedule, isolate_schedule
 from workloads import BUILDERS, WORKLOADS
@@ -71,7 +73,7 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> Non
     p.add_argument("--time-limit", type=float, default=time_limit, metavar="S",
                    help=f"seconds of fault schedule (default {time_limit:g}); setup and recovery come on top")
     p.add_argument("--store", metavar="DIR", default=None, help="store directory (default: ./store)")
-    p.add_argument("--spark-master", metavar="URL", help="Spark master (default local[*], env HARNESS_SPARK_MASTER)")
+    add_master_flag(p)
     p.add_argument("--toggle", action="append", default=[], metavar="NAME=VALUE",
                    help="agent bug toggle, repeatable (see `harness agent --help`)")
     p.add_argument("--margin-ms", type=int, default=3000,
@@ -250,6 +252,8 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     inv = load_inventory(args.inventory)
     spec = spec_from_args(args, inv)
+    if args.junit:
+        writable_file(args.junit, "--junit")
     console.print(f"[bold]test[/] {spec.name}  seed={spec.seed}  inventory={inv.path}")
     with Engine(inv, args.store, console, args.spark_master) as engine:
         outcome = engine.run(spec)

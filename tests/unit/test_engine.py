@@ -467,3 +467,21 @@ def test_spark_starts_when_a_long_timed_play_begins_else_before_the_cluster(tmp_
             eng.run(spec)
     assert first_call == {"short": None, "scripted": None, "long": ["start", "record_run_dir", "start_agents {}"]}
     assert not harness.phases.play_covers_spark_start(TestSpec("s", script=lambda ctx: None, time_limit=60))
+
+
+def test_a_check_whose_spark_will_not_start_leaves_the_run_unknown_with_its_history(tmp_path: Path) -> None:
+    from harness.errors import EnvironmentFailed
+
+    def no_spark(engine: Any, history: str, spec: TestSpec) -> dict[str, Any]:
+        raise EnvironmentFailed("Spark master spark://127.0.0.1:7077: no session (gone)")
+
+    eng = engine(tmp_path, FakeNemesis())
+    eng.effects = Effects(FakeCluster, FakeObserver, lambda cluster, spec, proxy: [FakeNemesis()], lambda *a: None,
+                          no_spark)
+    with eng:
+        out = eng.run(TestSpec("t", schedule=schedule(), time_limit=0.3, recovery=False))
+    results = json.loads((out.run_dir / "results.json").read_text())
+    assert out.valid == "unknown" and results["valid"] == "unknown"
+    assert "no session (gone)" in results["check_error"]
+    assert any(e.f == "run_end" for e in history(out))  # the history is kept, to be checked later
+    assert FakeCluster.instances[0].calls[-1] == "teardown"

@@ -1,0 +1,45 @@
+"""Where a command writes, proved writable before it does any work.
+
+A directory or file named by a flag (``--store``, ``--out``, ``--junit``, ``--parquet``) that cannot
+be written is a one-line error naming the flag (exit 254) before a cluster starts or a check runs,
+not a traceback after a run whose verdict then has nowhere to go.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from harness.errors import UsageError
+
+
+def writable_dir(path: str | Path, flag: str) -> Path:
+    """``path`` created (with its parents) if missing, and a file made and removed in it."""
+    d = Path(path)
+    if d.exists() and not d.is_dir():
+        raise UsageError(f"{flag} {d}: is a file, not a directory")
+    why = _unwritable(d)
+    if why is not None:
+        raise UsageError(f"{flag} {d}: cannot write there ({why})")
+    return d
+
+
+def writable_file(path: str | Path, flag: str) -> Path:
+    """``path``'s directory as ``writable_dir``; ``path`` itself must not be a directory."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{flag} {p}: is a directory, not a file")
+    why = _unwritable(p.parent)
+    if why is not None:
+        raise UsageError(f"{flag} {p}: cannot write in {p.parent} ({why})")
+    return p
+
+
+def _unwritable(d: Path) -> str | None:
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
