@@ -10,6 +10,12 @@ A master that is not ``local[...]`` gets the project's packages shipped to its e
 ``start_spark_in_background()`` warms it on a worker thread so a run can pay the JVM start-up
 while the cluster is still running.
 
+The driver JVM's temporary files (``java.io.tmpdir``; a local session's ``spark.local.dir`` too:
+its shuffle and broadcast blocks) go to one directory per process, ``zkfence-spark-<pid>-<start>-…``
+under the system's temp dir, which the JVM deletes as it exits. A JVM killed outright (SIGKILL, the
+OOM killer) deletes nothing: the next session and ``harness teardown`` remove those of processes
+that are gone, where Spark's own ``blockmgr-*`` and ``spark-*`` directories stayed in /tmp for good.
+
 ``quick=True`` (a run, or ``harness check`` on run-sized input) starts a local session's JVM for
 latency, not throughput (``QUICK_JVM``, ``QUICK_CONF``): on a run's history the JVM spends most of its CPU
 compiling its own code (JIT) and the plans' (codegen), not on the few thousand rows. The large
@@ -19,13 +25,17 @@ inputs of the benches and ``harness analyze`` get a local JVM for throughput (``
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import os
 import re
+import shutil
 import socket
+import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,8 +58,11 @@ QUICK_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen.
 # (docs/checking.md).
 BATCH_JVM = "-XX:+UseParallelGC"
 
+SCRATCH_PREFIX = "zkfence-spark-"
+
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
+_scratch: Path | None = None
 
 # The master URLs Spark's SparkContext.createTaskScheduler takes (SparkMasterRegex), plus yarn and
 # k8s:// (cluster managers of their own): anything else fails inside the JVM with no word of why.
@@ -153,6 +166,7 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
         os.environ.setdefault("PYSPARK_PYTHON", _python())
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         _export_pythonpath()
+        scratch = _jvm_scratch()
         builder = (
             SparkSession.builder.master(m)
             .appName("zkfence-harness-check")
@@ -172,14 +186,16 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
             .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
             # The driver runs here whatever the master: it maps the class-data-sharing archive.
             .config("spark.driver.extraJavaOptions",
-                    f"{_log_opts()} {cds.jvm_options()}" + (f" {QUICK_JVM if quick else BATCH_JVM}" if local else ""))
+                    f"{_log_opts()} {cds.jvm_options()} -Djava.io.tmpdir={scratch}"
+                    + (f" {QUICK_JVM if quick else BATCH_JVM}" if local else ""))
         )
         jar = udfs.jar()
         if jar is not None:  # the driver's classes, and fetched by a cluster's executors
             builder = builder.config("spark.jars", str(jar))
-        if local:
+        if local:  # a cluster's executors keep their blocks where their worker says
             builder = (
-                builder.config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
+                builder.config("spark.local.dir", str(scratch))
+                .config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
                 .config("spark.default.parallelism", str(max(2, os.cpu_count() or 2)))
                 .config("spark.driver.memory", os.environ.get("HARNESS_SPARK_DRIVER_MEMORY", "4g"))
             )
@@ -195,6 +211,9 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
 
             raise EnvironmentFailed(f"Spark master {m}: no session ({_why(e)})") from e
         spark.sparkContext.setLogLevel("ERROR")
+        jvm = spark.sparkContext._jvm
+        jvm.org.apache.spark.util.ShutdownHookManager.registerShutdownDeleteDir(jvm.java.io.File(str(scratch)))
+        atexit.register(_remove_scratch_if_jvm_died, spark.sparkContext._gateway, scratch)
         if jar is not None:
             udfs.register(spark)
         from checkers.ship import ship
@@ -238,6 +257,29 @@ def stop_spark() -> None:
             active.stop()
 
 
+def _jvm_scratch() -> Path:
+    """This process's directory for the driver JVM's temporary files (one JVM per process, so one
+    directory), made on first use after removing those of processes that are gone."""
+    from harness.localstate import orphaned, owner_prefix
+
+    global _scratch
+    if _scratch is None:
+        for d in orphaned(Path(tempfile.gettempdir()), SCRATCH_PREFIX):
+            shutil.rmtree(d, ignore_errors=True)
+        _scratch = Path(tempfile.mkdtemp(prefix=owner_prefix(SCRATCH_PREFIX)))
+    return _scratch
+
+
+def _remove_scratch_if_jvm_died(gateway: object, scratch: Path) -> None:
+    """At exit: a JVM that is still running deletes the directory itself as it exits (it outlives
+    this process by a moment); one that was killed cannot."""
+    from harness.localstate import process_start_time
+
+    proc = getattr(gateway, "proc", None)  # not proc.poll(): another thread may be waiting on it
+    if proc is not None and process_start_time(proc.pid) is None:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _why(e: BaseException) -> str:
     """A failed session's reason in one line: the Java exception's first line, not py4j's wrapper
     (Spark logs the cause, e.g. "All masters are unresponsive", as ERROR lines just before)."""
@@ -252,8 +294,6 @@ def _why(e: BaseException) -> str:
 
 def _export_pythonpath() -> None:
     """Python workers inherit PYTHONPATH: make sure they can import this project's packages."""
-    from pathlib import Path
-
     root = str(Path(__file__).resolve().parent.parent)
     cur = os.environ.get("PYTHONPATH", "")
     if root not in cur.split(os.pathsep):
@@ -261,8 +301,6 @@ def _export_pythonpath() -> None:
 
 
 def _log_opts() -> str:
-    from pathlib import Path
-
     conf = Path(__file__).with_name("log4j2.properties")
     return f"-Dlog4j.configurationFile=file:{conf} -Dlog4j2.configurationFile=file:{conf}"
 

@@ -5,6 +5,7 @@ check`) can use it without importing the cluster's SSH and ZooKeeper clients."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 STATE_DIR = Path(__file__).resolve().parent.parent / ".local" / "state"
@@ -22,3 +23,22 @@ def process_start_time(pid: int) -> int | None:
 
 def owner_alive(pid: int | None, start: int | None) -> bool:
     return pid is not None and start is not None and process_start_time(pid) == start
+
+
+def owner_prefix(prefix: str) -> str:
+    """``prefix`` + ``<pid>-<start>-``: a temporary directory named after this process, so that
+    ``orphaned`` can tell it from a live process's once this one was killed before removing it."""
+    pid = os.getpid()
+    return f"{prefix}{pid}-{process_start_time(pid)}-"
+
+
+def orphaned(tmp: Path, prefix: str) -> list[Path]:
+    """The directories under ``tmp`` named ``owner_prefix(prefix)…`` whose process is gone (or that
+    name no owner); a live owner's are left alone."""
+    out = []
+    for d in sorted(tmp.glob(f"{prefix}*")):
+        pid, start, _ = (d.name.removeprefix(prefix) + "--").split("-", 2)
+        alive = pid.isdigit() and start.isdigit() and owner_alive(int(pid), int(start))
+        if d.is_dir() and not alive:
+            out.append(d)
+    return out

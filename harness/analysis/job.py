@@ -9,7 +9,6 @@ ingest's and the tables' code paths before real runs arrive.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.localstate import owner_alive, process_start_time
+from harness.localstate import owner_prefix
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -112,8 +111,7 @@ def warm_up(spark: SparkSession, runs: int = WARM_UP_RUNS, lines: int = WARM_UP_
     t0 = time.perf_counter()
     history = [ln for ln in WARM_UP_HISTORY.read_text(encoding="utf-8").splitlines() if ln.strip()]
     text = "\n".join(history * -(-lines // len(history))) + "\n"
-    owner = f"{WARM_UP_PREFIX}{os.getpid()}-{process_start_time(os.getpid())}-"
-    with tempfile.TemporaryDirectory(prefix=owner) as tmp:
+    with tempfile.TemporaryDirectory(prefix=owner_prefix(WARM_UP_PREFIX)) as tmp:
         store = Path(tmp) / "store"
         for i in range(runs):
             run_dir = store / "warm-up" / f"20260101T000000.{i:03d}"
@@ -124,15 +122,3 @@ def warm_up(spark: SparkSession, runs: int = WARM_UP_RUNS, lines: int = WARM_UP_
             (run_dir / "history.jsonl").write_text(text, encoding="utf-8")
         analyze(store, Path(tmp) / "out", lambda: spark)
     return time.perf_counter() - t0
-
-
-def orphaned_warm_ups(tmp: Path) -> list[Path]:
-    """The warm-up stores under ``tmp`` whose process is gone (killed mid warm-up, so its
-    ``TemporaryDirectory`` was never removed); a live owner's are left alone."""
-    out = []
-    for d in sorted(tmp.glob(f"{WARM_UP_PREFIX}*")):
-        pid, start, _ = (d.name.removeprefix(WARM_UP_PREFIX) + "--").split("-", 2)
-        alive = pid.isdigit() and start.isdigit() and owner_alive(int(pid), int(start))
-        if d.is_dir() and not alive:
-            out.append(d)
-    return out

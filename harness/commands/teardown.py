@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.localstate import STATE_DIR, owner_alive
+from harness.localstate import STATE_DIR, orphaned, owner_alive
 from harness.remote import RemoteError, kill_local_pid
 from harness.salvage import salvage
 
@@ -24,15 +24,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from checkers import server
-    from harness.analysis.job import orphaned_warm_ups
+    from checkers.spark import SCRATCH_PREFIX
+    from harness.analysis.job import WARM_UP_PREFIX
 
     stopped = server.stop()
     if stopped is not None:
         print(f"teardown: stopped the check server (pid {stopped})")
-    orphans = orphaned_warm_ups(Path(tempfile.gettempdir()))
-    for d in orphans:  # a batch server killed while it warmed up
-        shutil.rmtree(d, ignore_errors=True)
-        print(f"teardown: removed {d}, the warm-up store of a process that is gone")
+    orphans = []
+    for prefix, what in ((WARM_UP_PREFIX, "the warm-up store"),  # a batch server killed while it warmed up
+                         (SCRATCH_PREFIX, "the Spark driver's temporary files")):  # a JVM killed outright
+        for d in orphaned(Path(tempfile.gettempdir()), prefix):
+            shutil.rmtree(d, ignore_errors=True)
+            orphans.append(d)
+            print(f"teardown: removed {d}, {what} of a process that is gone")
     states = sorted(STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []
     if not states:
         if stopped is None and not orphans:

@@ -1,6 +1,6 @@
 """Which `harness check` calls go to a running check server (checkers.command._server_for) and how a
-stale server record is handled (checkers.server.read_state), and which warm-up stores of a batch server
-`harness teardown` removes: plain data, no server."""
+stale server record is handled (checkers.server.read_state), and which temporary directories (a batch
+server's warm-up stores, a Spark driver's files) `harness teardown` removes: plain data, no server."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from checkers import command, server
+from checkers.spark import SCRATCH_PREFIX
+from harness.analysis.job import WARM_UP_PREFIX
 from harness.localstate import process_start_time
 
 
@@ -69,19 +71,20 @@ def test_the_record_lives_in_the_state_dir_teardown_reads() -> None:
     assert server.STATE.parent.parent == teardown.STATE_DIR
 
 
-def test_teardown_removes_only_the_warm_up_stores_of_processes_that_are_gone(tmp_path) -> None:  # noqa: ANN001
-    from harness.analysis.job import WARM_UP_PREFIX, orphaned_warm_ups
-    from harness.localstate import process_start_time
+@pytest.mark.parametrize("prefix", [WARM_UP_PREFIX, SCRATCH_PREFIX])  # a batch server's warm-up, a Spark driver's
+def test_teardown_removes_only_the_temp_dirs_of_processes_that_are_gone(tmp_path, prefix) -> None:  # noqa: ANN001
+    from harness.localstate import orphaned, owner_prefix
 
     me = os.getpid()
     gone = subprocess.Popen(["true"])
     gone_start = process_start_time(gone.pid) or 1
     gone.wait()
-    live = tmp_path / f"{WARM_UP_PREFIX}{me}-{process_start_time(me)}-ab_c1"
-    dead = tmp_path / f"{WARM_UP_PREFIX}{gone.pid}-{gone_start}-xyz"
-    reused = tmp_path / f"{WARM_UP_PREFIX}{me}-{(process_start_time(me) or 0) + 1}-q"  # same pid, another process
-    older = tmp_path / f"{WARM_UP_PREFIX}k2j_x9"  # named before the owner was part of the name
+    live = tmp_path / f"{prefix}{me}-{process_start_time(me)}-ab_c1"
+    dead = tmp_path / f"{prefix}{gone.pid}-{gone_start}-xyz"
+    reused = tmp_path / f"{prefix}{me}-{(process_start_time(me) or 0) + 1}-q"  # same pid, another process
+    older = tmp_path / f"{prefix}k2j_x9"  # named before the owner was part of the name
     for d in (live, dead, reused, older):
         d.mkdir()
     (tmp_path / "other").mkdir()
-    assert orphaned_warm_ups(tmp_path) == sorted([dead, reused, older])
+    assert orphaned(tmp_path, prefix) == sorted([dead, reused, older])
+    assert owner_prefix(prefix) == f"{prefix}{me}-{process_start_time(me)}-"
