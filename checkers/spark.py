@@ -63,6 +63,7 @@ SCRATCH_PREFIX = "zkfence-spark-"
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
 _scratch: Path | None = None
+_jvm_deletes_scratch = False  # its JVM has it on Spark's list of directories deleted at shutdown
 
 # The master URLs Spark's SparkContext.createTaskScheduler takes (SparkMasterRegex), plus yarn and
 # k8s:// (cluster managers of their own): anything else fails inside the JVM with no word of why.
@@ -186,7 +187,7 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
             .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
             # The driver runs here whatever the master: it maps the class-data-sharing archive.
             .config("spark.driver.extraJavaOptions",
-                    f"{_log_opts()} {cds.jvm_options()} -Djava.io.tmpdir={scratch}"
+                    f'{_log_opts()} {cds.jvm_options()} "-Djava.io.tmpdir={scratch}"'
                     + (f" {QUICK_JVM if quick else BATCH_JVM}" if local else ""))
         )
         jar = udfs.jar()
@@ -213,7 +214,8 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
         spark.sparkContext.setLogLevel("ERROR")
         jvm = spark.sparkContext._jvm
         jvm.org.apache.spark.util.ShutdownHookManager.registerShutdownDeleteDir(jvm.java.io.File(str(scratch)))
-        atexit.register(_remove_scratch_if_jvm_died, spark.sparkContext._gateway, scratch)
+        global _jvm_deletes_scratch
+        _jvm_deletes_scratch = True
         if jar is not None:
             udfs.register(spark)
         from checkers.ship import ship
@@ -267,16 +269,19 @@ def _jvm_scratch() -> Path:
         for d in orphaned(Path(tempfile.gettempdir()), SCRATCH_PREFIX):
             shutil.rmtree(d, ignore_errors=True)
         _scratch = Path(tempfile.mkdtemp(prefix=owner_prefix(SCRATCH_PREFIX)))
+        atexit.register(_remove_scratch_unless_the_jvm_will, _scratch)
     return _scratch
 
 
-def _remove_scratch_if_jvm_died(gateway: object, scratch: Path) -> None:
-    """At exit: a JVM that is still running deletes the directory itself as it exits (it outlives
-    this process by a moment); one that was killed cannot."""
+def _remove_scratch_unless_the_jvm_will(scratch: Path) -> None:
+    """At exit: a running JVM that has the directory on its list deletes it as it exits (it outlives
+    this process by a moment); one that was killed, or whose session never started, does not."""
+    from pyspark import SparkContext
+
     from harness.localstate import process_start_time
 
-    proc = getattr(gateway, "proc", None)  # not proc.poll(): another thread may be waiting on it
-    if proc is not None and process_start_time(proc.pid) is None:
+    proc = getattr(SparkContext._gateway, "proc", None)  # not proc.poll(): another thread may wait on it
+    if not _jvm_deletes_scratch or proc is None or process_start_time(proc.pid) is None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 

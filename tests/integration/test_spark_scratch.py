@@ -89,3 +89,13 @@ def test_after_both_were_killed_teardown_removes_the_files(child, capsys) -> Non
     assert f"teardown: removed {scratch}, the Spark driver's temporary files of a process that is gone" \
         in capsys.readouterr().out
     assert not scratch.exists()
+
+
+def test_a_session_that_never_started_leaves_no_directory() -> None:
+    code = ("import json\nfrom checkers import spark as s\ntry:\n    s.get_spark('local[1]')\nexcept Exception as e:\n"
+            "    print(json.dumps({'scratch': str(s._scratch), 'error': type(e).__name__}), flush=True)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO), "JAVA_HOME": "/nonexistent-jdk"})
+    info = json.loads(out.stdout)  # the JVM could not start: no shutdown hook of its will remove the directory
+    assert info["error"] and Path(info["scratch"]).parent == TMP
+    assert not Path(info["scratch"]).exists()
