@@ -7,7 +7,8 @@ that finds nothing new, over the dataset the saved tables were computed from, pr
 and starts no Spark (``harness.analysis.stamp``). With a batch check server running on the same master
 (``harness check-server start --batch``), the job runs on the server's warm session
 (``harness.analysis.job``: the same code either way).
-Exit 0, or 254 when the store does not exist."""
+Exit 0; 254 when the store does not exist, ``--out`` cannot be written or ``--spark-master`` is no master
+URL; 2 when a ``spark://`` master does not answer."""
 
 from __future__ import annotations
 
