@@ -38,6 +38,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.errors import EnvironmentFailed, UsageError
+from harness.localstate import orphaned, owner_prefix, process_start_time
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -115,8 +118,6 @@ def resolve_master(master: str | None = None) -> str:
     if env:
         problem = master_problem(env)
         if problem is not None:
-            from harness.errors import UsageError
-
             raise UsageError(f"${ENV_MASTER}: {problem}")
         return env
     return DEFAULT_MASTER
@@ -126,8 +127,6 @@ def check_master(master: str | None = None) -> str:
     """The master a session would use, checked before any work: a malformed one from the environment
     is ``UsageError``; a standalone master at none of whose HOST:PORTs anything accepts a connection is
     ``EnvironmentFailed`` now (Spark itself retries for a minute, then fails with a Java trace)."""
-    from harness.errors import EnvironmentFailed
-
     m = resolve_master(master)
     refused = []
     for host, port in standalone_endpoints(m):
@@ -160,8 +159,6 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
         m = resolve_master(master)
         problem = master_problem(m)
         if problem is not None:
-            from harness.errors import UsageError
-
             raise UsageError(problem)
         local = m.startswith("local")
         os.environ.setdefault("PYSPARK_PYTHON", _python())
@@ -208,8 +205,6 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
         except Exception as e:
             if local:
                 raise
-            from harness.errors import EnvironmentFailed
-
             raise EnvironmentFailed(f"Spark master {m}: no session ({_why(e)})") from e
         spark.sparkContext.setLogLevel("ERROR")
         jvm = spark.sparkContext._jvm
@@ -262,8 +257,6 @@ def stop_spark() -> None:
 def _jvm_scratch() -> Path:
     """This process's directory for the driver JVM's temporary files (one JVM per process, so one
     directory), made on first use after removing those of processes that are gone."""
-    from harness.localstate import orphaned, owner_prefix
-
     global _scratch
     if _scratch is None:
         for d in orphaned(Path(tempfile.gettempdir()), SCRATCH_PREFIX):
@@ -277,8 +270,6 @@ def _remove_scratch_unless_the_jvm_will(scratch: Path) -> None:
     """At exit: a running JVM that has the directory on its list deletes it as it exits (it outlives
     this process by a moment); one that was killed, or whose session never started, does not."""
     from pyspark import SparkContext
-
-    from harness.localstate import process_start_time
 
     proc = getattr(SparkContext._gateway, "proc", None)  # not proc.poll(): another thread may wait on it
     if not _jvm_deletes_scratch or proc is None or process_start_time(proc.pid) is None:

@@ -191,26 +191,21 @@ def browser() -> Iterator[object]:
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     shared_tmp = Path(tempfile.gettempdir())
     before = _chromium_dirs(shared_tmp)
-    own_tmp = Path(tempfile.mkdtemp(prefix="zkfence-chromium-"))
-    opts.add_argument(f"--user-data-dir={own_tmp / 'profile'}")
-    service = Service(CHROMEDRIVER, env={**os.environ, "TMPDIR": str(own_tmp)})
-    try:
+    with tempfile.TemporaryDirectory(prefix="zkfence-chromium-") as own_tmp:  # removed after quit, or on failure
+        opts.add_argument(f"--user-data-dir={own_tmp}/profile")
+        service = Service(CHROMEDRIVER, env={**os.environ, "TMPDIR": own_tmp})
         driver = webdriver.Chrome(service=service, options=opts)
-    except BaseException:
-        shutil.rmtree(own_tmp, ignore_errors=True)
-        raise
-    started = {service.process.pid} | _descendants(service.process.pid)  # chromedriver, Chromium, helpers
-    try:
-        driver.set_page_load_timeout(60)
-        yield driver
-    finally:
-        started |= _descendants(service.process.pid)
-        driver.quit()
-        left = _reap(started)
-        shutil.rmtree(own_tmp, ignore_errors=True)
-        assert not left, f"chromedriver/Chromium processes outlived driver.quit() (killed): {sorted(left)}"
-        strays = _chromium_dirs(shared_tmp) - before
-        assert not strays, f"Chromium left directories in {shared_tmp} despite TMPDIR: {sorted(strays)}"
+        started = {service.process.pid} | _descendants(service.process.pid)  # chromedriver, Chromium, helpers
+        try:
+            driver.set_page_load_timeout(60)
+            yield driver
+        finally:
+            started |= _descendants(service.process.pid)
+            driver.quit()
+            left = _reap(started)
+    assert not left, f"chromedriver/Chromium processes outlived driver.quit() (killed): {sorted(left)}"
+    strays = _chromium_dirs(shared_tmp) - before
+    assert not strays, f"Chromium left directories in {shared_tmp} despite TMPDIR: {sorted(strays)}"
 
 
 def _chromium_dirs(tmp: Path) -> set[Path]:
