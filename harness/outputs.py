@@ -2,11 +2,13 @@
 
 A directory or file named by a flag (``--store``, ``--out``, ``--junit``, ``--parquet``) that cannot
 be written is a one-line error naming the flag (exit 254) before a cluster starts or a check runs,
-not a traceback after a run whose verdict then has nowhere to go.
+not a traceback after a run whose verdict then has nowhere to go. Judging leaves nothing behind: a
+command that stops on another error has not created its output directories (the writers create them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -14,7 +16,8 @@ from harness.errors import UsageError
 
 
 def writable_dir(path: str | Path, flag: str) -> Path:
-    """``path`` created (with its parents) if missing, and a file made and removed in it."""
+    """``path``, proved writable: a file made and removed in it (created, with its parents, for the
+    test and removed again if it was missing)."""
     d = Path(path)
     if d.exists() and not d.is_dir():
         raise UsageError(f"{flag} {d}: is a file, not a directory")
@@ -36,10 +39,16 @@ def writable_file(path: str | Path, flag: str) -> Path:
 
 
 def _unwritable(d: Path) -> str | None:
+    """Why no file can be made in ``d`` (None: one can), leaving no directory made to find out."""
+    made = [p for p in (d, *d.parents) if not p.exists()]  # deepest first
     try:
         d.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=d):
             pass
     except OSError as e:
         return e.strerror or str(e)
+    finally:
+        for p in made:
+            with contextlib.suppress(OSError):
+                p.rmdir()
     return None

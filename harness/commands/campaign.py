@@ -84,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     cdir, state = run_campaign(campaign, inv, Path(args.store), console, args.spark_master, budget, new=args.new)
     if args.junit:
-        Path(args.junit).write_bytes((cdir / "junit.xml").read_bytes())
+        junit = Path(args.junit)
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_bytes((cdir / "junit.xml").read_bytes())
     verdicts = [r["valid"] for r in state["runs"].values()]
     counts = {w: sum(1 for v in verdicts if _word(v) == w) for w in ("valid", "invalid", "unknown")}
     console.print(f"[bold]campaign {campaign.name}[/]: {len(verdicts)} runs ({counts}) · index {cdir / 'index.html'}"

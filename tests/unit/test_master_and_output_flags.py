@@ -45,9 +45,10 @@ def test_the_environments_master_is_checked_and_named(monkeypatch: pytest.Monkey
     assert resolve_master(None) == "local[*]"
 
 
-def test_a_writable_dir_is_made_with_its_parents_and_left_empty(tmp_path: Path) -> None:
-    d = writable_dir(tmp_path / "a" / "b", "--out")
-    assert d.is_dir() and list(d.iterdir()) == []
+def test_judging_a_dir_leaves_it_as_it_was(tmp_path: Path) -> None:
+    assert writable_dir(tmp_path / "a" / "b", "--out") == tmp_path / "a" / "b"
+    assert list(tmp_path.iterdir()) == []  # the writers create it: a command that stops first leaves nothing
+    assert writable_dir(tmp_path, "--out") == tmp_path and list(tmp_path.iterdir()) == []
 
 
 def test_an_unwritable_dir_names_the_flag(tmp_path: Path) -> None:
@@ -60,7 +61,7 @@ def test_an_unwritable_dir_names_the_flag(tmp_path: Path) -> None:
 
 def test_a_file_flag_needs_a_writable_directory_and_not_a_directory(tmp_path: Path) -> None:
     assert writable_file(tmp_path / "new" / "junit.xml", "--junit") == tmp_path / "new" / "junit.xml"
-    assert (tmp_path / "new").is_dir() and not (tmp_path / "new" / "junit.xml").exists()
+    assert not (tmp_path / "new").exists()
     with pytest.raises(UsageError, match=rf"^--junit {tmp_path}: is a directory, not a file$"):
         writable_file(tmp_path, "--junit")
     with pytest.raises(UsageError, match=rf"^--junit {UNWRITABLE / 'x.xml'}: cannot write in {UNWRITABLE} \("):
