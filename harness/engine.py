@@ -318,7 +318,10 @@ class Engine:
         try:
             from harness.report import write_report
 
-            self.say(f"[bold]report[/] {write_report(run_dir)}")
+            written = write_report(run_dir)
+            self.say(f"[bold]report[/] {written.path}")
+            if written.problem is not None:
+                self.say(f"[yellow]warning[/] the report stops at {written.problem}")
         except Exception as e:  # noqa: BLE001 - the verdict is on disk already; the report is a view of it
             self.say(f"[yellow]warning[/] report not written: {type(e).__name__}: {e}")
 

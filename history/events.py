@@ -184,18 +184,19 @@ def read_records(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = Tru
     mid-write: no newline, not a valid event) is skipped; any other bad line raises
     ``HistoryFormatError`` naming ``file:line``."""
     p = Path(path)
-    with open(p, encoding="utf-8") as fh:
+    with open(p, "rb") as fh:  # decoded line by line: bytes that are not UTF-8 are that line's error
         lines = fh.readlines()
-    for lineno, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line:
-            continue
+    for lineno, raw in enumerate(lines, 1):
         try:
-            yield parse_record(line)
-        except ValueError as e:  # json.JSONDecodeError is a ValueError
-            if tolerate_torn_tail and lineno == len(lines) and not lines[-1].endswith("\n"):
+            line = raw.decode("utf-8").strip()
+            if not line:
+                continue
+            record = parse_record(line)
+        except ValueError as e:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+            if tolerate_torn_tail and lineno == len(lines) and not lines[-1].endswith(b"\n"):
                 return
             raise HistoryFormatError(f"{p}:{lineno}: not a valid event: {e}") from e
+        yield record
 
 
 def read_events(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = True) -> Iterator[Event]:

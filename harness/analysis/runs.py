@@ -115,6 +115,8 @@ def count_events(history: Path) -> int:
             return sum(1 for line in f if line.strip())
     except FileNotFoundError:
         raise BadRun(f"{history.parent}: no {history.name} (half-written run?)") from None
+    except OSError as e:
+        raise BadRun(f"{history.parent}: cannot read {history.name} ({e.strerror or e})") from None
 
 
 def rows_for_run(run_dir: Path) -> list[CheckRow]:

@@ -1,5 +1,8 @@
 """`harness report RUN_DIR` (re)writes one run's report.html; `harness serve STORE_DIR` serves the
-store read-only on loopback (127.0.0.1, a port allocated at start unless --port)."""
+store read-only on loopback (127.0.0.1, a port allocated at start unless --port).
+
+A history with a line that is not a valid event is reported up to that line; `harness report` then
+names the line on stderr and exits 254 (bad input), the report written all the same."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UsageError
+from harness.errors import EXIT_BAD_INPUT, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,8 +36,11 @@ def report(args: argparse.Namespace) -> int:
     run_dir = run_dir.resolve()  # store/latest → the run it points at
     if not (run_dir / "history.jsonl").exists() and not (run_dir / "run.json").exists():
         raise UsageError(f"report: {run_dir}: not a run directory (no run.json or history.jsonl)")
-    path = write_report(run_dir)
-    print(path)
+    written = write_report(run_dir)
+    print(written.path)
+    if written.problem is not None:  # the report is written all the same: it shows what was recorded before
+        print(f"harness report: {written.problem} (the report stops there)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return 0
 
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.report import render, shape
-from history import read_records
+from history import HistoryFormatError, read_records
 
 REPORT = "report.html"
 THROUGHPUT_BUCKET_S = 1.0
@@ -32,14 +33,46 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+@dataclass(frozen=True)
+class Page:
+    html: str
+    problem: str | None  # why part of the history is not shown ("<file>:<line>: ..."), or None
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    problem: str | None
+
+
+def readable_events(hist: Path) -> tuple[list[dict[str, Any]], str | None]:
+    """The history's events up to its first line that is not a valid event, and why that line is not
+    (None: all of them). A report of a damaged run still shows what was recorded before the damage."""
+    events: list[dict[str, Any]] = []
+    if not hist.exists():
+        return events, None
+    try:
+        for record in read_records(hist):
+            events.append(record)
+    except HistoryFormatError as e:
+        return events, str(e)
+    except OSError as e:
+        return events, f"{hist}: cannot read ({e.strerror or e})"
+    return events, None
+
+
 def build_report(run_dir: Path) -> str:
     """The report of the run in ``run_dir`` as one self-contained HTML page."""
+    return render_report(run_dir).html
+
+
+def render_report(run_dir: Path) -> Page:
+    """``build_report``'s page, and what of the history it could not show."""
     run_dir = Path(run_dir)
     run = _read_json(run_dir / "run.json")
     results = _read_json(run_dir / "results.json")
     outcome = _read_json(run_dir / "outcome.json")
-    hist = run_dir / "history.jsonl"
-    events = list(read_records(hist)) if hist.exists() else []
+    events, problem = readable_events(run_dir / "history.jsonl")
     t0 = shape.origin(events)
     end = shape.span(events, t0)
     start = min((float(e["t_wall"]) - t0 for e in events), default=0.0)
@@ -61,6 +94,9 @@ def build_report(run_dir: Path) -> str:
         body.append(f"<p>Expected: <code>{html.escape(json.dumps(outcome.get('expected'), default=str))}</code> · "
                     f"matched: <b>{html.escape(str(outcome.get('matched')))}</b></p>")
     body.append(_links(run_dir))
+    if problem is not None:
+        body.append(f"<p class=\"note\">{html.escape(problem)}: this report shows the {len(events)} events "
+                    "before it.</p>")
     if not events:
         body.append("<p class=\"note\">history.jsonl is missing or empty: nothing to plot.</p>")
     else:
@@ -74,7 +110,7 @@ def build_report(run_dir: Path) -> str:
     body.append("<h2 id=\"anomalies\">Anomalies</h2>")
     body.append(render.anomalies_html(anomalies, contexts, t0))
     body.append("<h2>Checkers</h2>" + _checkers_table(results))
-    return render.page(f"zkfence report {title}", "\n".join(body))
+    return Page(render.page(f"zkfence report {title}", "\n".join(body)), problem)
 
 
 def _client_section(ops: list[shape.ClientOp], bands: list[shape.Band], instants: list[shape.Instant],
@@ -113,11 +149,13 @@ def _checkers_table(results: dict[str, Any]) -> str:
     return f"<table><tr><th>checker</th><th>verdict</th></tr>{rows}</table>"
 
 
-def write_report(run_dir: Path) -> Path:
-    """Write ``report.html`` into ``run_dir`` (atomically) and return its path."""
+def write_report(run_dir: Path) -> Written:
+    """Write ``report.html`` into ``run_dir`` (atomically): its path, and what of the history it
+    could not show."""
     run_dir = Path(run_dir)
     path = run_dir / REPORT
     tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(build_report(run_dir), encoding="utf-8")
+    page = render_report(run_dir)
+    tmp.write_text(page.html, encoding="utf-8")
     tmp.replace(path)
-    return path
+    return Written(path, page.problem)

@@ -53,6 +53,11 @@ def test_bad_runs_name_the_dir(tmp_path: Path) -> None:
     (d / "results.json").write_text('{"valid": tr')
     with pytest.raises(BadRun, match="results.json is corrupt"):
         rows_for_run(d)
+    unreadable = make_run(tmp_path, "20261123T145216.365")
+    (unreadable / "history.jsonl").unlink()
+    (unreadable / "history.jsonl").mkdir()
+    with pytest.raises(BadRun, match=f"^{unreadable}: cannot read history.jsonl \\(Is a directory\\)$"):
+        rows_for_run(unreadable)
     bad_name = make_run(tmp_path, "notastamp")
     with pytest.raises(BadRun, match="not a run timestamp"):
         rows_for_run(bad_name)

@@ -23,6 +23,15 @@ def test_a_torn_last_line_is_skipped_and_recognised(tmp_path: Path) -> None:
     assert [r["seq"] for r in read_records(p)] == [1] and has_torn_tail(p)
 
 
+def test_bytes_that_are_not_utf8_are_their_lines_error(tmp_path: Path) -> None:
+    p = tmp_path / "h.jsonl"
+    p.write_bytes(GOOD.encode() + b"\n" + b'{"src":"a\xff"}\n' + GOOD.encode() + b"\n")
+    with pytest.raises(HistoryFormatError, match=f"^{p}:2: not a valid event: 'utf-8' codec can't decode byte 0xff"):
+        list(read_records(p))
+    p.write_bytes(GOOD.encode() + b"\n" + GOOD.encode()[:10] + b"\xe2\x82")  # a crash mid-character: torn
+    assert [r["seq"] for r in read_records(p)] == [1] and has_torn_tail(p)
+
+
 def test_a_complete_last_line_without_newline_is_an_event_not_a_torn_tail(tmp_path: Path) -> None:
     p = write(tmp_path, GOOD + "\n" + GOOD.replace('"seq":1', '"seq":2'))
     assert [r["seq"] for r in read_records(p)] == [1, 2] and not has_torn_tail(p)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.report import build_report, shape, write_report
+from harness.report import build_report, render_report, shape, write_report
 from harness.report.serve import list_runs
 
 T0 = 0.0  # exact float times in the expectations
@@ -146,7 +146,9 @@ def test_the_page_is_offline_and_has_the_sections(tmp_path):
     results = {"valid": False, "anomalies": [{"checker": "c", "message": "bad <thing>", "event_ids": ["nemesis/1"]}],
                "checkers": {"c": {"valid": False}}}
     run = _run_dir(tmp_path, events, results)
-    page = write_report(run).read_text()
+    written = write_report(run)
+    assert written.problem is None
+    page = written.path.read_text()
     assert "<script src=" not in page and "Plotly.newPlot" in page  # plotly.js is inline: works offline
     assert len(page) > 1_000_000
     assert 'id="timeline"' in page and 'id="epochs"' in page and 'id="latency"' not in page
@@ -159,3 +161,16 @@ def test_a_run_without_results_or_history_still_renders_and_is_listed(tmp_path):
     assert "nothing to plot" in build_report(run)
     (runs,) = list_runs(tmp_path / "store")
     assert (runs.rel, runs.test, runs.verdict, runs.has_report) == ("t/20260101T000000.000", "t", None, False)
+
+
+def test_a_damaged_history_is_reported_up_to_the_bad_line(tmp_path):
+    run = _run_dir(tmp_path, [ev("harness", 1, 0.0, "run_start"), ev("agent:2", 1, 0.5, "register", "ok", 2,
+                                                                      broker_id=2, epoch=7)], {"valid": True})
+    with (run / "history.jsonl").open("ab") as f:
+        f.write(b'{"src": "agent:2", "seq": 2\xff}\n' + json.dumps(ev("agent:2", 3, 0.9, "register")).encode() + b"\n")
+    page = render_report(run)
+    assert page.problem is not None and page.problem.startswith(f"{run / 'history.jsonl'}:3: not a valid event: 'utf-8'")
+    assert "2 events over" in page.html and "this report shows the 2 events before it" in page.html
+    (run / "history.jsonl").unlink()
+    (run / "history.jsonl").mkdir()
+    assert write_report(run).problem == f"{run / 'history.jsonl'}: cannot read (Is a directory)"
