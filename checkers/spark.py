@@ -60,6 +60,11 @@ QUICK_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen.
 # can take its pauses. bench/checkers_epoch.py at 10M events: 33.0 s with G1, 27.5 s with this
 # (docs/checking.md).
 BATCH_JVM = "-XX:+UseParallelGC"
+# Compiled classes a session keeps (Spark's default: 100). One run of the fencing plans generates
+# about 160, so each run evicted the last one's and compiled all of them again, with Janino and then
+# the JIT: 159 Janino compiles per repeated run at 10M events; kept, 2-16, and the run 20.2-21.2 s
+# -> 15.5-17.7 s (a static setting: it must be given when the session starts).
+CODEGEN_CACHE_ENTRIES = 1000
 
 SCRATCH_PREFIX = "zkfence-spark-"
 
@@ -174,6 +179,7 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.sql.adaptive.enabled", "true")
+            .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
             .config("spark.python.worker.reuse", "true")
             # PySpark 4 otherwise records the Python call site of every DataFrame/Column call, with
             # several JVM round trips each: a third of the time to build the fencing checkers' plan.

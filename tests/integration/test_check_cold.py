@@ -54,3 +54,17 @@ def test_a_batch_local_session_runs_the_throughput_collector() -> None:
                        check=False)
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip().splitlines()[-1] == "['PS MarkSweep', 'PS Scavenge']"
+
+
+def test_a_session_keeps_the_classes_of_more_queries_than_sparks_default() -> None:
+    """Spark keeps 100 compiled classes by default; one run of the fencing plans generates about 160.
+    After 150 queries of distinct code the first one's classes are still compiled (no Janino compile
+    when it runs again)."""
+    probe = ("from checkers.spark import get_spark; s = get_spark('local[1]'); "
+             "m = s._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME(); "
+             "q = lambda i: s.range(3).selectExpr(f'id * {i} + {i} as x').filter(f'x > {i}').count(); "
+             "[q(i) for i in range(150)]; n = m.getCount(); q(0); print(n > 150, m.getCount() - n)")
+    p = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                       check=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip().splitlines()[-1] == "True 0"
