@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checkers.plans import Case, F, PlanChecker, W, anom, anoms, broker, fmt
+from checkers.plans import Case, F, PlanChecker, W, anom, anoms, broker, fmt, settle
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -137,7 +137,8 @@ def max_broker_epoch(ev: DataFrame) -> DataFrame:
     built (control_send, same request_id) from a map holding N's current epoch."""
     f = F()
     # -1 is the wire value for "not in max-broker-epoch mode": the per-broker check governs then.
-    r = _applied_recv(ev).filter(f.col("v_max_broker_epoch").isNotNull() & (f.col("v_max_broker_epoch") != -1))
+    r = settle(_applied_recv(ev).filter(f.col("v_max_broker_epoch").isNotNull() & (f.col("v_max_broker_epoch") != -1))
+               .select("hist", "id", "v_request_id", "b", "v_kind", "v_max_broker_epoch", "v_own_epoch"))
     s = ev.filter(f.col("f") == "control_send").select(
         "hist", f.col("v_request_id").alias("v_request_id"), f.col("v_target").alias("b"),
         f.col("v_epoch_map").alias("emap"), f.col("id").alias("sid"),

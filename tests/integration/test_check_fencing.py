@@ -480,3 +480,21 @@ def test_plans_on_large_input_read_and_sort_each_frame_once(spark, paths, monkey
             assert plan.count("InMemoryTableScan") == 1 and plan.count("Sort [") == 1, (c.name, plan)
     finally:
         loaded.release()
+
+
+def test_max_broker_epoch_reads_no_request_it_cannot_pair_on_large_input(spark) -> None:  # noqa: ANN001
+    """Outside max-broker-epoch mode no applied request carries a MaxBrokerEpoch: on large input the
+    plan finds that first (``plans.settle``) and never reads the controller's sends, whose stage Spark
+    would otherwise run beside the query and after its answer."""
+    from checkers.fencing import MAX_BROKER_EPOCH
+
+    rows = [("h", "agent:2/1", "control_recv", 2, "r1", "applied", "LeaderAndIsr", None, 5, None, None),
+            ("h", "agent:1/1", "control_send", 1, "r1", None, "LeaderAndIsr", None, None, 2, {"2": 5})]
+    schema = ("hist string, id string, f string, node long, v_request_id string, v_outcome string, v_kind string, "
+              "v_max_broker_epoch long, v_own_epoch long, v_target long, v_epoch_map map<string,long>")
+    frame = spark.createDataFrame(rows, schema)
+    plan = MAX_BROKER_EPOCH.plan(frame)
+    assert plan.count() == 0 and "control_send" not in plan._jdf.queryExecution().optimizedPlan().toString()
+    stale = spark.createDataFrame([(*rows[0][:7], 4, *rows[0][8:]), rows[1]], schema)  # MaxBrokerEpoch 4 < own 5
+    assert [r["message"] for r in MAX_BROKER_EPOCH.plan(stale).collect()] == [
+        "broker 2 applied LeaderAndIsr with MaxBrokerEpoch 4 built from map epoch 5; its own epoch is 5"]
