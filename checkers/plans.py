@@ -175,7 +175,7 @@ def settle(df: DataFrame) -> DataFrame:
     Select the columns the plan needs first: all of ``df``'s are computed."""
     if _ONE_PARTITION.get():
         return df
-    kept = _leaf(df)
+    kept = reuse(df)
     return df.limit(0) if kept.isEmpty() else kept  # a limit of 0 is planned as an empty relation
 
 

@@ -318,10 +318,10 @@ class Engine:
         try:
             from harness.report import write_report
 
-            written = write_report(run_dir)
-            self.say(f"[bold]report[/] {written.path}")
-            if written.problem is not None:
-                self.say(f"[yellow]warning[/] the report stops at {written.problem}")
+            path, problem = write_report(run_dir)
+            self.say(f"[bold]report[/] {path}")
+            if problem is not None:
+                self.say(f"[yellow]warning[/] the report stops at {problem}")
         except Exception as e:  # noqa: BLE001 - the verdict is on disk already; the report is a view of it
             self.say(f"[yellow]warning[/] report not written: {type(e).__name__}: {e}")
 

@@ -36,10 +36,10 @@ def report(args: argparse.Namespace) -> int:
     run_dir = run_dir.resolve()  # store/latest → the run it points at
     if not (run_dir / "history.jsonl").exists() and not (run_dir / "run.json").exists():
         raise UsageError(f"report: {run_dir}: not a run directory (no run.json or history.jsonl)")
-    written = write_report(run_dir)
-    print(written.path)
-    if written.problem is not None:  # the report is written all the same: it shows what was recorded before
-        print(f"harness report: {written.problem} (the report stops there)", file=sys.stderr)
+    path, problem = write_report(run_dir)
+    print(path)
+    if problem is not None:  # the report is written all the same: it shows what was recorded before
+        print(f"harness report: {problem} (the report stops there)", file=sys.stderr)
         return EXIT_BAD_INPUT
     return 0
 

@@ -39,12 +39,6 @@ class Page:
     problem: str | None  # why part of the history is not shown ("<file>:<line>: ..."), or None
 
 
-@dataclass(frozen=True)
-class Written:
-    path: Path
-    problem: str | None
-
-
 def readable_events(hist: Path) -> tuple[list[dict[str, Any]], str | None]:
     """The history's events up to its first line that is not a valid event, and why that line is not
     (None: all of them). A report of a damaged run still shows what was recorded before the damage."""
@@ -149,13 +143,13 @@ def _checkers_table(results: dict[str, Any]) -> str:
     return f"<table><tr><th>checker</th><th>verdict</th></tr>{rows}</table>"
 
 
-def write_report(run_dir: Path) -> Written:
+def write_report(run_dir: Path) -> tuple[Path, str | None]:
     """Write ``report.html`` into ``run_dir`` (atomically): its path, and what of the history it
-    could not show."""
+    could not show (``Page.problem``)."""
     run_dir = Path(run_dir)
     path = run_dir / REPORT
     tmp = path.with_suffix(".html.tmp")
     page = render_report(run_dir)
     tmp.write_text(page.html, encoding="utf-8")
     tmp.replace(path)
-    return Written(path, page.problem)
+    return path, page.problem
