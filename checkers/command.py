@@ -208,10 +208,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(rows: list[dict[str, Any]], wall: float) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=sys.stdout, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+    from harness.terminal import output_console
+
+    console = output_console(soft_wrap=False)
     table = Table(title=f"harness check: {len(rows)} path(s) in {wall:.2f}s", show_lines=False)
     for col in ("path", "format", "model", "verdict", "ops", "first anomaly"):
         table.add_column(col, overflow="fold")

@@ -10,7 +10,8 @@ sources, so only their wall clocks compare):
 * a **heal** is a nemesis ``info`` event with ``stage = complete`` that ends a fault: ``phase =
   stop``, or an instant fault's start (``instant = true``: bounce, fast_bounce, wipe restart the
   broker at once). A ``heal`` event counts too, except ``reason`` ``setup``/``teardown`` (before the
-  brokers first register, after the run's end). Heals before the harness's ``run_start`` are left
+  brokers first register, after the run's end) and ``noop`` ones (it undid nothing: docs/events.md), which
+  neither count nor end the previous heal's window. Heals before the harness's ``run_start`` are left
   out (brokers' first registrations are not re-registrations);
 * a **registration** is an agent's ``register`` ``ok``;
 * a heal pairs with the first registration at or after it and before the next heal of the run;
@@ -50,6 +51,7 @@ class Ev:
     phase: str | None = None
     instant: bool | None = None
     reason: str | None = None
+    noop: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +72,7 @@ def is_heal(e: Ev) -> bool:
     if e.src != "nemesis" or e.type != "info" or e.stage != "complete":
         return False
     if e.f == "heal":
-        return e.reason not in ("setup", "teardown")
+        return e.reason not in ("setup", "teardown") and e.noop is not True
     return e.phase == "stop" or e.instant is True
 
 

@@ -173,5 +173,6 @@ def pairing_events(run_dir: Path) -> list[Ev]:
             mono = e.get("t_mono") if isinstance(e.get("t_mono"), int) else None
             out.append(Ev(str(e.get("src")), seq, str(e.get("type")), str(e.get("f")), t_wall, mono,
                           None if e.get("process") is None else str(e["process"]),
-                          v.get("stage"), v.get("phase"), v.get("instant") is True or None, v.get("reason")))
+                          v.get("stage"), v.get("phase"), v.get("instant") is True or None, v.get("reason"),
+                          v.get("noop") is True or None))
     return out

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from checkers.spark import add_master_flag
 from harness.errors import EXIT_BAD_INPUT
 from harness.outputs import writable_dir
+from harness.terminal import output_console
 
 if TYPE_CHECKING:
     from checkers.server import ServerState
@@ -40,8 +41,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from harness.analysis.job import PAGE
     from harness.analysis.runs import ANALYSIS_DIR
     from harness.analysis.tables import render
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"harness analyze: {store}: no such store directory", file=sys.stderr)
         return EXIT_BAD_INPUT
     out = writable_dir(Path(args.out) if args.out else store / ANALYSIS_DIR, "--out")
-    console = Console()
+    console = output_console()
     t0 = time.monotonic()
     remote = None if args.no_server else _server_for(args.spark_master)
     if remote is not None:

@@ -27,6 +27,7 @@ from harness.campaign import DEFAULT_CAMPAIGN, Campaign, CampaignError, PlannedR
 from harness.errors import EXIT_UNKNOWN, UsageError, exit_code_for
 from harness.outputs import writable_dir, writable_file
 from harness.store import new_run_dir, write_json
+from harness.terminal import output_console
 
 STATE = "campaign.json"
 
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if args.junit:
         writable_file(args.junit, "--junit")
     inv = load_inventory(campaign.inventory)
-    console = Console()
+    console = output_console()
     cdir, state = run_campaign(campaign, inv, Path(args.store), console, args.spark_master, budget, new=args.new)
     if args.junit:
         junit = Path(args.junit)

@@ -19,6 +19,7 @@ from rich.console import Console
 
 from harness.errors import UsageError
 from harness.outputs import writable_file
+from harness.terminal import output_console
 
 DEFAULT_OUT = "store/hunt/minimal.toml"
 
@@ -50,7 +51,7 @@ def run_hunt(args: argparse.Namespace) -> int:
     from nemesis.registry import FAULTS
     from nemesis.search import HUNT_FAULTS, duration_steps
 
-    console = Console()
+    console = output_console()
     quiet = Console(quiet=True)
     toggles = toggles_from_args(args)
     if args.max_runs < 1:

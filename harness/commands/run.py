@@ -28,6 +28,7 @@ from harness.errors import EXIT_CRASH, UsageError
 from harness.inventory import Inventory, load_inventory
 from harness.outputs import writable_file
 from harness.spec import KafkaBrokers, TestSpec
+from harness.terminal import output_console
 from nemesis.schedule import Schedule, isolate_schedule
 from workloads import BUILDERS, WORKLOADS
 from workloads.base import Workload
@@ -249,7 +250,7 @@ def _isolate_one(args: argparse.Namespace, inv: Inventory, rng: random.Random) -
 def run(args: argparse.Namespace) -> int:
     from harness.engine import Engine
 
-    console = Console()
+    console = output_console()
     inv = load_inventory(args.inventory)
     spec = spec_from_args(args, inv)
     if args.junit:

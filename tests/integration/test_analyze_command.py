@@ -241,7 +241,7 @@ def test_analysis_page_in_chromium(analysed, browser, tmp_path: Path) -> None:  
 
 
 EV_SCHEMA = ("run_dir string, src string, seq long, type string, f string, t_wall double, t_mono long, "
-             "process string, stage string, phase string, instant boolean, reason string")
+             "process string, stage string, phase string, instant boolean, reason string, noop boolean")
 
 
 @pytest.mark.integration
@@ -299,3 +299,31 @@ def test_events_written_before_the_parsed_columns_are_parsed_when_read(tmp_path:
     heals = [r for r in stored if r["src"] == "nemesis" and r["stage"] == "complete"]
     assert heals and all(r["t_wall"] is not None and r["seq"] is not None for r in heals)
 
+
+
+@pytest.mark.integration
+def test_a_noop_heal_is_no_heal_in_the_table(tmp_path: Path, spark) -> None:  # noqa: ANN001
+    """A ``heal`` with ``noop: true`` (it undid nothing: docs/events.md) ends no fault. Every run's
+    final heal after its faults were stopped is one: counted, it was an unpaired "heal" row in every
+    run and cut the last fault's window short. Spark reads ``noop`` from the heal's line, the plain
+    reading from the event; both tables agree."""
+    from harness.analysis.pairing import recoveries, recovery_table
+    from harness.analysis.runs import pairing_events
+
+    store, out = tmp_path / "store", tmp_path / "analysis"
+    d = store / "isolate-broker" / STORED_RUN.name
+    shutil.copytree(STORED_RUN, d)
+    lines = (d / "history.jsonl").read_text().splitlines()
+    final = [i for i, line in enumerate(lines) if '"f":"heal"' in line.replace(" ", "") and '"final"' in line]
+    assert final, "the stored run has a final heal"
+    for i in final:
+        e = json.loads(lines[i])
+        if e["value"].get("stage") == "complete":
+            e["value"]["noop"] = True
+        lines[i] = json.dumps(e, separators=(",", ":"))
+    (d / "history.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["analyze", str(store), "--out", str(out)]) == 0
+    heal = {r["fault"]: (r["heals"], r["paired"]) for r in csv_rows(out / "heal_to_registration.csv")}
+    assert heal == {"isolate": ("1", "1")}
+    assert [(r.fault, str(r.heals), str(r.paired)) for r in recovery_table(recoveries(pairing_events(d)))] == [
+        ("isolate", "1", "1")]

@@ -55,6 +55,8 @@ HEAL_EDGES = [
     # a heal before run_start is none, and its registrations nobody's; a second run_start changes nothing
     [nem(1, 5.0, "pause"), reg(1, 1, 6.0), START, reg(1, 2, 10.5), Ev("harness", 2, "event", "run_start", 11.0),
      nem(2, 12.0, "kill"), reg(1, 3, 12.0)],
+    # a heal that undid nothing (noop) ends no fault: the isolate's window runs on past it
+    [START, nem(2, 11.0, "isolate"), nem(3, 11.2, "heal", reason="final", noop=True), reg(1, 1, 11.5)],
 ]
 
 
@@ -64,6 +66,12 @@ def test_heal_pairs_with_first_registration_before_next_heal() -> None:
     assert got == [Recovery("isolate", "nemesis/4", 500.0), Recovery("bounce", "nemesis/5", 250.0),
                    Recovery("kill", "nemesis/6", None), Recovery("heal", "nemesis/7", got[3].ms)]
     assert math.isclose(got[3].ms, 100.0)
+
+
+def test_a_noop_heal_is_no_heal_and_ends_no_window() -> None:
+    assert recoveries(HEAL_EDGES[-1]) == [Recovery("isolate", "nemesis/2", 500.0)]
+    assert recoveries([START, nem(2, 11.0, "heal", reason="final", noop=False), reg(1, 1, 11.5)]) == [
+        Recovery("heal", "nemesis/2", 500.0)]
 
 
 def test_registration_at_the_heal_instant_counts_and_without_run_start_all_heals_count() -> None:
