@@ -2,8 +2,9 @@
 ``<out>/events/`` (one row per history line), both ``test=<t>/date=<d>/part-<batch>-*.parquet``.
 
 An event row keeps its raw ``line`` and the fields the tables read, parsed once at ingest
-(``PARSED``): the tables read those columns and never parse a line again. Files written before
-those columns existed (``parsed`` null) have their lines parsed when read.
+(``PARSED``): the tables read those columns and never parse a line again. Each row says which
+fields were parsed (``parsed_version``); rows written before the current ``PARSED_VERSION`` (before
+``noop`` was one of them: ``parsed_version`` null) have their lines parsed again when read.
 
 Incremental: runs whose directory is already in the dataset are skipped. Safe to interrupt: a
 batch is written by Spark under ``<out>/_staging-<id>/`` (ignored by readers, names starting with
@@ -37,9 +38,12 @@ CODEC = "zstd"
 # What ingest parses out of each line (``value``'s fields: only of the nemesis's events, the heals
 # ``pairing.is_heal`` judges by them; any other event's are in ``line``).
 PARSED = (*ENVELOPE, *OF_VALUE)
-EVENTS_SCHEMA = ("run_dir string, test string, date string, batch string, line string, parsed boolean, src string, "
-                 "seq long, f string, type string, t_wall double, t_mono long, process string, stage string, "
-                 "phase string, instant boolean, reason string")
+# Which fields a row's PARSED columns hold: 2 with ``noop``. Rows of an earlier one are parsed again
+# when read (their files lack the column: null), so an old dataset gives the tables of a new one.
+PARSED_VERSION = 2
+EVENTS_SCHEMA = ("run_dir string, test string, date string, batch string, line string, parsed_version int, "
+                 "src string, seq long, f string, type string, t_wall double, t_mono long, process string, "
+                 "stage string, phase string, instant boolean, reason string, noop boolean")
 SCHEMA = ("run_dir string, run_id string, test string, date string, seed long, workload string, "
           "inventory string, zk_version string, toggles string, faults string, run_valid string, "
           "events long, checker string, valid string, anomalies long, batch string")
@@ -62,12 +66,14 @@ def read_events(spark: SparkSession, out: Path) -> DataFrame | None:
         return None
     ev = spark.read.schema(EVENTS_SCHEMA).parquet(*literal_paths([root])).join(
         checks.select("run_dir", "batch").distinct(), ["run_dir", "batch"], "left_semi")
-    fresh = ev.filter(F.col("parsed")).select(*LINES, *PARSED)
-    return fresh.unionByName(parse_lines(ev.filter(F.col("parsed").isNull()).select(*LINES)).drop("parsed"))
+    current = F.col("parsed_version") >= PARSED_VERSION
+    fresh = ev.filter(current).select(*LINES, *PARSED)
+    return fresh.unionByName(parse_lines(ev.filter(~F.coalesce(current, F.lit(False))).select(*LINES))
+                             .drop("parsed_version"))
 
 
 def parse_lines(lines: DataFrame, *, jvm: bool | None = None) -> DataFrame:
-    """``lines`` with ``parsed`` (true) and the ``PARSED`` fields of each ``line``. Each line is parsed
+    """``lines`` with ``parsed_version`` (``PARSED_VERSION``) and the ``PARSED`` fields of each ``line``. Each line is parsed
     once, every field as its JSON text (``value``'s of the nemesis's lines only), then cast: by
     ``zkfence.EventFields`` (``checkers.udfs``), or where the session lacks it (``jvm`` False) by
     ``from_json`` and ``get_json_object``, which give the same values
@@ -91,7 +97,7 @@ def parse_lines(lines: DataFrame, *, jvm: bool | None = None) -> DataFrame:
             return F.get_json_object("line", f"$.value.{name}")
     nemesis = F.col("src") == "nemesis"
     return lines.select(*lines.columns, F.inline(F.array(fields))).select(
-        *lines.columns, F.lit(True).alias("parsed"),
+        *lines.columns, F.lit(PARSED_VERSION).alias("parsed_version"),
         *(F.col(name).try_cast(types[name]).alias(name) for name in ENVELOPE),
         *(F.when(nemesis, of_value(name).try_cast(types[name])).alias(name) for name in OF_VALUE))
 

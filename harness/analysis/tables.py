@@ -50,16 +50,12 @@ def anomaly_rates(checks: DataFrame) -> list[Rate]:
 
 def pairing_events(events: DataFrame) -> DataFrame:
     """The events the pairing reads (nemesis ops, registrations, run_start, client ops), as the
-    columns of ``pairing.Ev`` plus ``run_dir``. ``noop`` is parsed from each ``heal``'s line (a handful
-    per run) rather than kept as a column of the dataset: runs ingested before it was read have it too."""
+    columns of ``pairing.Ev`` plus ``run_dir``."""
     from pyspark.sql import functions as F
 
-    heal = (F.col("src") == "nemesis") & (F.col("f") == "heal")
     # an event without seq or t_wall is no event (docs/events.md): the plain reading skips it too
     return events.filter((_recovery_events() | _client_events()) & F.col("seq").isNotNull()
-                         & F.col("t_wall").isNotNull()).withColumn(
-        "noop", F.when(heal, F.get_json_object("line", "$.value.noop").try_cast("boolean"))
-    ).select("run_dir", *(f.name for f in fields(pairing.Ev)))
+                         & F.col("t_wall").isNotNull()).select("run_dir", *(f.name for f in fields(pairing.Ev)))
 
 
 def _recovery_events() -> Column:

@@ -293,11 +293,33 @@ def test_events_written_before_the_parsed_columns_are_parsed_when_read(tmp_path:
         spark.createDataFrame(old, "run_dir string, batch string, line string").coalesce(1).write.parquet(
             str(tmp_path / f"old{i}"))
         next((tmp_path / f"old{i}").glob("*.parquet")).replace(part)
-        assert "parsed" not in spark.read.parquet(str(part)).columns
+        assert "parsed_version" not in spark.read.parquet(str(part)).columns
     assert sorted(read_events(spark, out).select(*LINES, *PARSED).collect()) == stored
     assert len(stored) == 109 and {r["src"] for r in stored} >= {"nemesis", "observer"}
     heals = [r for r in stored if r["src"] == "nemesis" and r["stage"] == "complete"]
     assert heals and all(r["t_wall"] is not None and r["seq"] is not None for r in heals)
+
+
+@pytest.mark.integration
+def test_events_parsed_before_noop_are_parsed_again_when_read(tmp_path: Path, spark) -> None:  # noqa: ANN001
+    """Files of the previous version: ``parsed`` true and every field but ``noop``. Their lines are
+    parsed again when read, so a noop heal among them is no heal in the tables, as in a new dataset."""
+    from pyspark.sql import functions as F
+
+    from harness.analysis.dataset import LINES, PARSED, read_events
+
+    store, out = tmp_path / "store", tmp_path / "store" / "analysis"
+    d = store / "isolate-broker" / STORED_RUN.name
+    shutil.copytree(STORED_RUN, d)
+    _mark_final_heals_noop(d)
+    assert main(["analyze", str(store)]) == 0
+    stored = sorted(read_events(spark, out).select(*LINES, *PARSED).collect())
+    assert [r["seq"] for r in stored if r["noop"]] == [8]
+    for i, part in enumerate(sorted((out / "events").rglob("*.parquet"))):
+        old = spark.read.parquet(str(part)).drop("parsed_version", "noop").withColumn("parsed", F.lit(True))
+        old.coalesce(1).write.parquet(str(tmp_path / f"old{i}"))
+        next((tmp_path / f"old{i}").glob("*.parquet")).replace(part)
+    assert sorted(read_events(spark, out).select(*LINES, *PARSED).collect()) == stored
 
 
 
@@ -305,25 +327,27 @@ def test_events_written_before_the_parsed_columns_are_parsed_when_read(tmp_path:
 def test_a_noop_heal_is_no_heal_in_the_table(tmp_path: Path, spark) -> None:  # noqa: ANN001
     """A ``heal`` with ``noop: true`` (it undid nothing: docs/events.md) ends no fault. Every run's
     final heal after its faults were stopped is one: counted, it was an unpaired "heal" row in every
-    run and cut the last fault's window short. Spark reads ``noop`` from the heal's line, the plain
-    reading from the event; both tables agree."""
+    run and cut the last fault's window short. Both readings, Spark's and the plain one, agree."""
     from harness.analysis.pairing import recoveries, recovery_table
     from harness.analysis.runs import pairing_events
 
     store, out = tmp_path / "store", tmp_path / "analysis"
     d = store / "isolate-broker" / STORED_RUN.name
     shutil.copytree(STORED_RUN, d)
-    lines = (d / "history.jsonl").read_text().splitlines()
-    final = [i for i, line in enumerate(lines) if '"f":"heal"' in line.replace(" ", "") and '"final"' in line]
-    assert final, "the stored run has a final heal"
-    for i in final:
-        e = json.loads(lines[i])
-        if e["value"].get("stage") == "complete":
-            e["value"]["noop"] = True
-        lines[i] = json.dumps(e, separators=(",", ":"))
-    (d / "history.jsonl").write_text("\n".join(lines) + "\n")
+    _mark_final_heals_noop(d)
     assert main(["analyze", str(store), "--out", str(out)]) == 0
     heal = {r["fault"]: (r["heals"], r["paired"]) for r in csv_rows(out / "heal_to_registration.csv")}
     assert heal == {"isolate": ("1", "1")}
     assert [(r.fault, str(r.heals), str(r.paired)) for r in recovery_table(recoveries(pairing_events(d)))] == [
         ("isolate", "1", "1")]
+
+
+def _mark_final_heals_noop(run_dir: Path) -> None:
+    """The stored run's final heal (recorded before heals said ``noop``) as it is recorded now: it undid nothing."""
+    lines = (run_dir / "history.jsonl").read_text().splitlines()
+    for i, line in enumerate(lines):
+        e = json.loads(line)
+        if e.get("f") == "heal" and e["value"].get("reason") == "final" and e["value"].get("stage") == "complete":
+            e["value"]["noop"] = True
+            lines[i] = json.dumps(e, separators=(",", ":"))
+    (run_dir / "history.jsonl").write_text("\n".join(lines) + "\n")
