@@ -66,10 +66,13 @@ def read_events(spark: SparkSession, out: Path) -> DataFrame | None:
         return None
     ev = spark.read.schema(EVENTS_SCHEMA).parquet(*literal_paths([root])).join(
         checks.select("run_dir", "batch").distinct(), ["run_dir", "batch"], "left_semi")
-    current = F.col("parsed_version") >= PARSED_VERSION
-    fresh = ev.filter(current).select(*LINES, *PARSED)
-    return fresh.unionByName(parse_lines(ev.filter(~F.coalesce(current, F.lit(False))).select(*LINES))
-                             .drop("parsed_version"))
+    version = F.col("parsed_version")
+    fresh = ev.filter(version >= PARSED_VERSION).select(*LINES, *PARSED)
+    # Both filters are pushed into the Parquet scan, whose row-group statistics then skip the other
+    # rows' files: the stale side reads no current file's lines at all (a negation or a coalesce
+    # would not be pushed, and every line of the dataset would be read to find none stale).
+    stale = ev.filter(version.isNull() | (version < PARSED_VERSION)).select(*LINES)
+    return fresh.unionByName(parse_lines(stale).drop("parsed_version"))
 
 
 def parse_lines(lines: DataFrame, *, jvm: bool | None = None) -> DataFrame:
