@@ -322,7 +322,6 @@ def test_events_parsed_before_noop_are_parsed_again_when_read(tmp_path: Path, sp
     assert sorted(read_events(spark, out).select(*LINES, *PARSED).collect()) == stored
 
 
-
 @pytest.mark.integration
 def test_a_noop_heal_is_no_heal_in_the_table(tmp_path: Path, spark) -> None:  # noqa: ANN001
     """A ``heal`` with ``noop: true`` (it undid nothing: docs/events.md) ends no fault. Every run's
