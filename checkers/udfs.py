@@ -31,7 +31,7 @@ EVENT_FIELDS = "zkfence_event_fields"
 # The fields of EventFields' struct, in its order: its FIELDS (a line's envelope), then its OF_VALUE
 # (``value``'s, given for the nemesis's lines only); harness analyze's dataset keeps these columns.
 ENVELOPE = ("src", "seq", "f", "type", "t_wall", "t_mono", "process")
-OF_VALUE = ("stage", "phase", "instant", "reason", "noop")
+OF_VALUE = ("stage", "phase", "instant", "reason", "noop", "ended")
 _FUNCTIONS = {EVENT_FIELDS: ("zkfence.EventFields",
                              "struct<" + ",".join(f"{n}:string" for n in (*ENVELOPE, *OF_VALUE)) + ">")}
 _PREFIX = "zkfence-udfs-"

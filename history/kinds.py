@@ -69,6 +69,7 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "rules": "json", "rule_ids": "json", "rules_removed": "json", "zkproxy_rules_cleared": "json",
     "released": "json", "held_requests": "json", "delivered": "json", "hooks_released": "json",
     "held_requests_dropped": "json", "to": "json", "healed": "json", "refused": "json", "noop": "bool",
+    "ended": "strs",
     # ZooKeeper wire proxy
     "conn": "int", "upstream": "str", "upstream_local": "str", "listener": "str", "client": "str",
     "dir": "str", "bytes": "int", "xid": "int", "op_name": "str", "sub_ops": "json", "err": "int",
@@ -207,7 +208,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     # --- the nemesis: one kind per fault, and heal --------------------------------------------------------
     *(_kind(f, NEMESIS, "info", _FAULT_FIELDS, open=True) for f in FAULTS),
     _kind("heal", NEMESIS, "info", "phase stage reason error toxics_removed zkproxy_rules_cleared hooks_released "
-          "held_requests_dropped tables_removed noop", open=True),
+          "held_requests_dropped tables_removed noop ended", open=True),
     # --- the ZooKeeper wire proxy (src zkproxy) -----------------------------------------------------------
     _zkproxy("frame", "conn upstream dir kind bytes session_id xid op:int op_name path:json sub_ops zxid err "
                       "action rule_id delay_ms held_ms p_draw req_seq latency_ms multi_errs multi_failed "

@@ -114,9 +114,11 @@ class NemesisRunner:
         """Undo every fault; errors are recorded and the other nemeses still heal. Returns whether it
         ended anything (a fault was active, an instant fault came after the last stop, or a nemesis
         reports undoing something); one that did not is recorded with ``noop: true``
-        (docs/events.md): the liveness window then counts from the fault that did end last."""
+        (docs/events.md): the liveness window then counts from the fault that did end last. The
+        faults still active are recorded as ``ended``, so that the heal counts as their end."""
         self.events.emit("heal", type="info", process="nemesis", stage="invoke", phase="stop", reason=reason)
         was_active = bool(self.active) or self._instant_since_stop
+        ended = sorted({a.f for a in self.active})
         details: dict[str, Any] = {}
         for n in self.nemeses:
             try:
@@ -127,7 +129,7 @@ class NemesisRunner:
         self._instant_since_stop = False
         undid = was_active or undid_something(details)
         self.events.emit("heal", type="info", process="nemesis", stage="complete", phase="stop", reason=reason,
-                         **details, **({} if undid else {"noop": True}))
+                         **details, **({"ended": ended} if ended else {}), **({} if undid else {"noop": True}))
         if undid:
             self.fault_ended_at = time.time()
         return undid

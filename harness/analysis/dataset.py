@@ -4,7 +4,7 @@
 An event row keeps its raw ``line`` and the fields the tables read, parsed once at ingest
 (``PARSED``): the tables read those columns and never parse a line again. Each row says which
 fields were parsed (``parsed_version``); rows written before the current ``PARSED_VERSION`` (before
-``noop`` was one of them: ``parsed_version`` null) have their lines parsed again when read.
+``noop`` was one of them: null; before ``ended``: 2) have their lines parsed again when read.
 
 Incremental: runs whose directory is already in the dataset are skipped. Safe to interrupt: a
 batch is written by Spark under ``<out>/_staging-<id>/`` (ignored by readers, names starting with
@@ -38,12 +38,14 @@ CODEC = "zstd"
 # What ingest parses out of each line (``value``'s fields: only of the nemesis's events, the heals
 # ``pairing.is_heal`` judges by them; any other event's are in ``line``).
 PARSED = (*ENVELOPE, *OF_VALUE)
-# Which fields a row's PARSED columns hold: 2 with ``noop``. Rows of an earlier one are parsed again
-# when read (their files lack the column: null), so an old dataset gives the tables of a new one.
-PARSED_VERSION = 2
+# Which fields a row's PARSED columns hold: 2 with ``noop``, 3 with ``ended`` (its JSON text). Rows of an
+# earlier one are parsed again when read (their files lack the column: null), so an old dataset gives
+# the tables of a new one.
+PARSED_VERSION = 3
 EVENTS_SCHEMA = ("run_dir string, test string, date string, batch string, line string, parsed_version int, "
                  "src string, seq long, f string, type string, t_wall double, t_mono long, process string, "
-                 "stage string, phase string, instant boolean, reason string, noop boolean")
+                 "stage string, phase string, instant boolean, reason string, noop boolean, "
+                 "ended string")
 SCHEMA = ("run_dir string, run_id string, test string, date string, seed long, workload string, "
           "inventory string, zk_version string, toggles string, faults string, run_valid string, "
           "events long, checker string, valid string, anomalies long, batch string")

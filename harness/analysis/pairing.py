@@ -12,7 +12,9 @@ sources, so only their wall clocks compare):
   broker at once). A ``heal`` event counts too, except ``reason`` ``setup``/``teardown`` (before the
   brokers first register, after the run's end) and ``noop`` ones (it undid nothing: docs/events.md), which
   neither count nor end the previous heal's window. Heals before the harness's ``run_start`` are left
-  out (brokers' first registrations are not re-registrations);
+  out (brokers' first registrations are not re-registrations). A ``heal`` that names the faults it
+  ended (``ended``: they were still active) counts as theirs: its fault type is their names, sorted
+  and joined with ``+`` (``isolate``, ``kill+pause``), else ``heal``;
 * a **registration** is an agent's ``register`` ``ok``;
 * a heal pairs with the first registration at or after it and before the next heal of the run;
   its time is the difference. A heal with no registration in that window is counted as
@@ -52,6 +54,7 @@ class Ev:
     instant: bool | None = None
     reason: str | None = None
     noop: bool | None = None
+    ended: str | None = None  # a heal's fault type from its ``ended`` (``ended_fault``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,18 @@ def is_heal(e: Ev) -> bool:
     return e.phase == "stop" or e.instant is True
 
 
+def ended_fault(ended: object) -> str | None:
+    """The fault type of a heal's ``ended`` (a list of fault names): the distinct names sorted and
+    joined with ``+``; None when it names none or is not a list of strings."""
+    if not isinstance(ended, list) or not all(isinstance(x, str) for x in ended):
+        return None
+    return "+".join(sorted(set(ended))) or None
+
+
+def fault_type(e: Ev) -> str:
+    return e.ended if e.f == "heal" and e.ended else e.f
+
+
 def is_registration(e: Ev) -> bool:
     return e.src.startswith("agent:") and e.f == "register" and e.type == "ok"
 
@@ -94,7 +109,7 @@ def recoveries(events: Iterable[Ev]) -> list[Recovery]:
     for i, h in enumerate(heals):
         end = heals[i + 1].t_wall if i + 1 < len(heals) else math.inf
         first = next((t for t in regs if h.t_wall <= t < end), None)
-        out.append(Recovery(h.f, f"nemesis/{h.seq}", None if first is None else (first - h.t_wall) * 1000.0))
+        out.append(Recovery(fault_type(h), f"nemesis/{h.seq}", None if first is None else (first - h.t_wall) * 1000.0))
     return out
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.pairing import Ev
+from harness.analysis.pairing import Ev, ended_fault
 
 ANALYSIS_DIR = "analysis"
 CAMPAIGNS_DIR = "campaigns"  # harness campaign's root under the store
@@ -174,5 +174,5 @@ def pairing_events(run_dir: Path) -> list[Ev]:
             out.append(Ev(str(e.get("src")), seq, str(e.get("type")), str(e.get("f")), t_wall, mono,
                           None if e.get("process") is None else str(e["process"]),
                           v.get("stage"), v.get("phase"), v.get("instant") is True or None, v.get("reason"),
-                          v.get("noop") is True or None))
+                          v.get("noop") is True or None, ended_fault(v.get("ended"))))
     return out

@@ -55,7 +55,17 @@ def pairing_events(events: DataFrame) -> DataFrame:
 
     # an event without seq or t_wall is no event (docs/events.md): the plain reading skips it too
     return events.filter((_recovery_events() | _client_events()) & F.col("seq").isNotNull()
-                         & F.col("t_wall").isNotNull()).select("run_dir", *(f.name for f in fields(pairing.Ev)))
+                         & F.col("t_wall").isNotNull()).select(
+        "run_dir", *(_ended_fault().alias(f.name) if f.name == "ended" else f.name for f in fields(pairing.Ev)))
+
+
+def _ended_fault() -> Column:
+    """``pairing.ended_fault`` of the ``ended`` column (the JSON text of a heal's list of faults)."""
+    from pyspark.sql import functions as F
+
+    names = F.from_json("ended", "array<string>")
+    fault = F.array_join(F.array_sort(F.array_distinct(names)), "+")
+    return F.when(~F.exists(names, lambda name: name.isNull()) & (fault != ""), fault)
 
 
 def _recovery_events() -> Column:
@@ -95,7 +105,8 @@ def recovery_pairs(events: DataFrame) -> DataFrame:
     in_order = Window.partitionBy("run_dir").orderBy("t_wall", "kind", "seq")
     whole_run = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     kind = F.when(heal, 0).when(registration, 1).when(start, 2)
-    ev = (events.select("run_dir", "f", "seq", "t_wall", kind.alias("kind")).filter(col("kind").isNotNull())
+    fault = F.when((col("f") == "heal") & col("ended").isNotNull(), col("ended")).otherwise(col("f"))  # pairing.fault_type
+    ev = (events.select("run_dir", fault.alias("f"), "seq", "t_wall", kind.alias("kind")).filter(col("kind").isNotNull())
           .withColumn("start", F.min(F.when(col("kind") == 2, col("t_wall"))).over(whole_run))
           .filter((col("kind") == 1) | ((col("kind") == 0) & (col("t_wall") >= F.coalesce("start", F.lit(float("-inf"))))))
           .select("run_dir", "f", "seq", "t_wall", "kind", *(F.lead(c).over(in_order).alias(f"next_{c}")

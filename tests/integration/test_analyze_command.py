@@ -241,7 +241,7 @@ def test_analysis_page_in_chromium(analysed, browser, tmp_path: Path) -> None:  
 
 
 EV_SCHEMA = ("run_dir string, src string, seq long, type string, f string, t_wall double, t_mono long, "
-             "process string, stage string, phase string, instant boolean, reason string, noop boolean")
+             "process string, stage string, phase string, instant boolean, reason string, noop boolean, ended string")
 
 
 @pytest.mark.integration
@@ -300,10 +300,18 @@ def test_events_written_before_the_parsed_columns_are_parsed_when_read(tmp_path:
     assert heals and all(r["t_wall"] is not None and r["seq"] is not None for r in heals)
 
 
+# The stored run's final heal (seq 8, recorded before heals said ``noop`` or ``ended``) as a heal that
+# undid nothing is recorded now, or as one that ended an isolate still active
+FINAL_HEALS = {"noop": {"noop": True}, "ended": {"ended": ["isolate"]}}
+
+
 @pytest.mark.integration
-def test_events_parsed_before_noop_are_parsed_again_when_read(tmp_path: Path, spark) -> None:  # noqa: ANN001
-    """Files of the previous version: ``parsed`` true and every field but ``noop``. Their lines are
-    parsed again when read, so a noop heal among them is no heal in the tables, as in a new dataset."""
+@pytest.mark.parametrize("previous,final_heal", [(1, "noop"), (2, "ended")])
+def test_events_parsed_by_an_earlier_version_are_parsed_again_when_read(tmp_path: Path, spark, previous: int,
+                                                                        final_heal: str) -> None:  # noqa: ANN001
+    """Files of a previous version (1: ``parsed`` true and every field but ``noop`` and ``ended``; 2:
+    ``parsed_version`` 2, every field but ``ended``). Their lines are parsed again when read, so a
+    heal's ``noop`` or ``ended`` among them counts in the tables as in a new dataset."""
     from pyspark.sql import functions as F
 
     from harness.analysis.dataset import LINES, PARSED, read_events
@@ -311,42 +319,62 @@ def test_events_parsed_before_noop_are_parsed_again_when_read(tmp_path: Path, sp
     store, out = tmp_path / "store", tmp_path / "store" / "analysis"
     d = store / "isolate-broker" / STORED_RUN.name
     shutil.copytree(STORED_RUN, d)
-    _mark_final_heals_noop(d)
+    _mark_final_heals(d, FINAL_HEALS[final_heal])
     assert main(["analyze", str(store)]) == 0
     stored = sorted(read_events(spark, out).select(*LINES, *PARSED).collect())
-    assert [r["seq"] for r in stored if r["noop"]] == [8]
+    assert [r["seq"] for r in stored if r["noop"] or r["ended"]] == [8]
     for i, part in enumerate(sorted((out / "events").rglob("*.parquet"))):
-        old = spark.read.parquet(str(part)).drop("parsed_version", "noop").withColumn("parsed", F.lit(True))
+        old = spark.read.parquet(str(part)).drop("ended")
+        old = (old.drop("parsed_version", "noop").withColumn("parsed", F.lit(True)) if previous == 1
+               else old.withColumn("parsed_version", F.lit(previous)))
         old.coalesce(1).write.parquet(str(tmp_path / f"old{i}"))
         next((tmp_path / f"old{i}").glob("*.parquet")).replace(part)
     assert sorted(read_events(spark, out).select(*LINES, *PARSED).collect()) == stored
 
 
 @pytest.mark.integration
-def test_a_noop_heal_is_no_heal_in_the_table(tmp_path: Path, spark) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("final_heal,table", [("noop", {"isolate": ("1", "1")}), ("ended", {"isolate": ("2", "1")})])
+def test_a_final_heal_counts_as_what_it_ended(tmp_path: Path, spark, final_heal: str,
+                                              table: dict[str, tuple[str, str]]) -> None:  # noqa: ANN001
     """A ``heal`` with ``noop: true`` (it undid nothing: docs/events.md) ends no fault. Every run's
     final heal after its faults were stopped is one: counted, it was an unpaired "heal" row in every
-    run and cut the last fault's window short. Both readings, Spark's and the plain one, agree."""
+    run and cut the last fault's window short. A heal that ended faults still active (``ended``) is
+    their end: its row is theirs, not a fault type "heal". Both readings, Spark's and the plain one,
+    agree."""
     from harness.analysis.pairing import recoveries, recovery_table
     from harness.analysis.runs import pairing_events
 
     store, out = tmp_path / "store", tmp_path / "analysis"
     d = store / "isolate-broker" / STORED_RUN.name
     shutil.copytree(STORED_RUN, d)
-    _mark_final_heals_noop(d)
+    _mark_final_heals(d, FINAL_HEALS[final_heal])
     assert main(["analyze", str(store), "--out", str(out)]) == 0
     heal = {r["fault"]: (r["heals"], r["paired"]) for r in csv_rows(out / "heal_to_registration.csv")}
-    assert heal == {"isolate": ("1", "1")}
-    assert [(r.fault, str(r.heals), str(r.paired)) for r in recovery_table(recoveries(pairing_events(d)))] == [
-        ("isolate", "1", "1")]
+    assert heal == table
+    assert {r.fault: (str(r.heals), str(r.paired)) for r in recovery_table(recoveries(pairing_events(d)))} == table
 
 
-def _mark_final_heals_noop(run_dir: Path) -> None:
-    """The stored run's final heal (recorded before heals said ``noop``) as it is recorded now: it undid nothing."""
+@pytest.mark.integration
+def test_spark_reads_ended_as_the_plain_reading_does(spark) -> None:  # noqa: ANN001
+    """A heal's fault type from the JSON text of its ``ended`` (``tables.pairing_events``), as
+    ``pairing.ended_fault`` gives it from the parsed list, malformed lists included."""
+    from harness.analysis.pairing import ended_fault
+    from harness.analysis.tables import _ended_fault
+
+    texts = ['["kill"]', '["pause","isolate","pause"]', "[]", '["kill",null]', '"kill"', '{"a":1}', "null", "[",
+             '["b\\u00e9","a"]']
+    got = spark.createDataFrame([(t,) for t in texts], "ended string").select(_ended_fault().alias("x")).collect()
+    want = [ended_fault(json.loads(t)) if t != "[" else None for t in texts]
+    assert [r["x"] for r in got] == want
+    assert want[:3] == ["kill", "isolate+pause", None]
+
+
+def _mark_final_heals(run_dir: Path, value: dict[str, object]) -> None:
+    """Add ``value`` to the stored run's final heal."""
     lines = (run_dir / "history.jsonl").read_text().splitlines()
     for i, line in enumerate(lines):
         e = json.loads(line)
         if e.get("f") == "heal" and e["value"].get("reason") == "final" and e["value"].get("stage") == "complete":
-            e["value"]["noop"] = True
+            e["value"].update(value)
             lines[i] = json.dumps(e, separators=(",", ":"))
     (run_dir / "history.jsonl").write_text("\n".join(lines) + "\n")

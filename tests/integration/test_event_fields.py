@@ -60,7 +60,7 @@ _VALUE = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3) | st.di
                                                                                           max_size=3), max_leaves=6)
 _KEYS = st.sampled_from([*PARSED, "value", "run", "id", "other"])
 _EVENT = st.dictionaries(_KEYS, st.one_of(_VALUE, st.just("nemesis"),
-                                          st.dictionaries(st.sampled_from(["stage", "phase", "instant", "reason", "noop", "x"]),
+                                          st.dictionaries(st.sampled_from([*OF_VALUE, "x"]),
                                                           _VALUE, max_size=4)), max_size=8).map(json.dumps)
 # the nemesis's events, whose value fields are read: value an object of those fields (or not an object)
 _NEMESIS = st.fixed_dictionaries({"src": st.just("nemesis")}, optional={

@@ -11,6 +11,7 @@ from harness.analysis.pairing import (
     Recovery,
     RunVerdict,
     anomaly_rates,
+    ended_fault,
     flaky,
     latency_table,
     op_latencies,
@@ -57,6 +58,9 @@ HEAL_EDGES = [
      nem(2, 12.0, "kill"), reg(1, 3, 12.0)],
     # a heal that undid nothing (noop) ends no fault: the isolate's window runs on past it
     [START, nem(2, 11.0, "isolate"), nem(3, 11.2, "heal", reason="final", noop=True), reg(1, 1, 11.5)],
+    # a heal that ended faults still active is their stop: its fault type names them
+    [START, nem(2, 11.0, "isolate", phase="start"), nem(3, 11.1, "pause", phase="start"),
+     nem(4, 12.0, "heal", reason="final", ended="isolate+pause"), reg(1, 1, 12.5)],
 ]
 
 
@@ -69,9 +73,17 @@ def test_heal_pairs_with_first_registration_before_next_heal() -> None:
 
 
 def test_a_noop_heal_is_no_heal_and_ends_no_window() -> None:
-    assert recoveries(HEAL_EDGES[-1]) == [Recovery("isolate", "nemesis/2", 500.0)]
+    assert recoveries(HEAL_EDGES[-2]) == [Recovery("isolate", "nemesis/2", 500.0)]
     assert recoveries([START, nem(2, 11.0, "heal", reason="final", noop=False), reg(1, 1, 11.5)]) == [
         Recovery("heal", "nemesis/2", 500.0)]
+
+
+def test_a_heal_that_ended_faults_counts_as_theirs() -> None:
+    assert recoveries(HEAL_EDGES[-1]) == [Recovery("isolate+pause", "nemesis/4", 500.0)]
+    assert ended_fault(["pause", "isolate", "pause"]) == "isolate+pause"
+    assert ended_fault(["kill"]) == "kill"
+    for nothing in ([], None, "kill", ["kill", 1], ["kill", None], {"kill": 1}):
+        assert ended_fault(nothing) is None
 
 
 def test_registration_at_the_heal_instant_counts_and_without_run_start_all_heals_count() -> None:

@@ -258,6 +258,22 @@ def test_a_heal_with_nothing_to_undo_is_a_noop_and_ends_no_fault(tmp_path: Path)
     assert all("sigcont" in v for v in heal_values(path))
 
 
+def test_a_heal_names_the_faults_it_ended(tmp_path: Path) -> None:
+    """A heal with faults still active ends them: it says which (``ended``), so that the cross-run
+    tables time their recovery as those faults', not as a fault type of its own."""
+    r, _ = process(tmp_path)
+    path = tmp_path / "nemesis.jsonl"
+    r.invoke(FaultOp("pause", "start", ["b1"]))
+    r.invoke(FaultOp("kill", "start", ["b2"]))
+    r.invoke(FaultOp("pause", "start", ["b3"]))
+    r.heal("final")
+    r.invoke(FaultOp("kill", "start", ["b3"]))
+    r.invoke(FaultOp("kill", "stop", ["b3"]))
+    r.invoke(FaultOp("bounce", "start", ["b2"]))  # instant: never active
+    r.heal("final")
+    assert [v.get("ended") for v in heal_values(path)] == [None, ["kill", "pause"], None]
+
+
 def test_a_heal_that_removes_something_or_fails_is_no_noop(tmp_path: Path) -> None:
     from nemesis.base import undid_something
 

@@ -41,7 +41,7 @@ import org.apache.spark.sql.api.java.UDF1;
 public final class EventFields implements UDF1<String, Row> {
     private static final long serialVersionUID = 1L;
     static final String[] FIELDS = {"src", "seq", "f", "type", "t_wall", "t_mono", "process"};
-    static final String[] OF_VALUE = {"stage", "phase", "instant", "reason", "noop"};
+    static final String[] OF_VALUE = {"stage", "phase", "instant", "reason", "noop", "ended"};
     private static final JsonFactory FACTORY = JsonFactory.builder()
             .enable(JsonReadFeature.ALLOW_SINGLE_QUOTES)
             .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
