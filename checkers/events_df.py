@@ -6,7 +6,8 @@ fields the selected checkers read (``checkers.checker.field_types``: types from 
 input (``SMALL_BYTES``) is materialised once as one in-memory partition: the per-history counts,
 the validation and every checker then read that, not the files. A line Spark cannot read is judged
 by the history's own validator (``history.read_records``): a torn final line is dropped, anything
-else is a ``file:line`` error.
+else is a ``file:line`` error. So is a line whose strings hold bytes that are not UTF-8: Spark's JSON
+source passes some (an overlong encoding, an encoded surrogate) through as they are.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,8 +72,9 @@ def _bad() -> Column:
     """Lines Spark could not read as an event (the history's validator then names them)."""
     from pyspark.sql import functions as F
 
-    return F.col("_corrupt_record").isNotNull() | F.col("src").isNull() | F.col("seq").isNull() \
-        | F.col("t_wall").isNull() | F.col("type").isNull() | F.col("f").isNull()
+    not_utf8 = [~F.coalesce(F.is_valid_utf8(c), F.lit(True)) for c in ("run", "src", "id", "type", "f", "process", "value")]
+    return reduce(lambda a, b: a | b, not_utf8, F.col("_corrupt_record").isNotNull() | F.col("src").isNull()
+                  | F.col("seq").isNull() | F.col("t_wall").isNull() | F.col("type").isNull() | F.col("f").isNull())
 
 
 def parse(raw: DataFrame, types: dict[str, str], extra: Sequence[str] = ()) -> DataFrame:

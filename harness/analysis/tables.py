@@ -65,7 +65,9 @@ def _ended_fault() -> Column:
 
     names = F.from_json("ended", "array<string>")
     fault = F.array_join(F.array_sort(F.array_distinct(names)), "+")
-    return F.when(~F.exists(names, lambda name: name.isNull()) & (fault != ""), fault)
+    # a null name is no list of names; no lambda (F.exists): its generated code differs from one query to
+    # the next, so every analysis compiled it again
+    return F.when((F.size(F.array_compact(names)) == F.size(names)) & (fault != ""), fault)
 
 
 def _recovery_events() -> Column:

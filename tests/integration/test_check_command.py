@@ -105,6 +105,31 @@ def test_store_dir_and_reference_share_one_session(tmp_path: Path, capsys, spark
 
 
 @pytest.mark.integration
+def test_bytes_that_are_not_utf8_name_their_line_on_spark_too(tmp_path: Path, capsys, spark) -> None:  # noqa: ANN001
+    """Spark's JSON source passes an overlong encoding or an encoded surrogate inside a string through
+    as it is (other bytes that are not UTF-8 fail the line), so such a line was checked on Spark where
+    the history's validator names it. Now it is that one-line error (exit 254, ``file:line``); U+FFFD
+    written as valid UTF-8 is a character like any other, and the history is checked as without it."""
+    log = EventLog("run1")
+    log.emit("agent:1", "controller_elected", process=1, broker_id=1, controller_epoch=1, epoch_zk_version=0)
+    log.emit("agent:1", "controller_zk_write", "ok", 1, controller_epoch=1, checked_version=None, op="set",
+             path="/p", zxid=5, error=None)
+    log.write(tmp_path / "good.jsonl")
+    text = (tmp_path / "good.jsonl").read_bytes()
+    assert text.count(b'"/p"') == 1
+    (tmp_path / "char.jsonl").write_bytes(text.replace(b'"/p"', '"/p\ufffd"'.encode()))
+    for name, raw in (("overlong", b"\xc0\xaf"), ("surrogate", b"\xed\xa0\x80"), ("start", b"\xff")):
+        (tmp_path / f"{name}.jsonl").write_bytes(text.replace(b'"/p"', b'"/p' + raw + b'"'))
+        rc, _, err = run(capsys, str(tmp_path / f"{name}.jsonl"))
+        assert rc == 254 and f"{tmp_path / name}.jsonl:2: not a valid event: 'utf-8' codec can't decode" in err
+    rc, rows, _ = run(capsys, "--json", str(tmp_path / "good.jsonl"), str(tmp_path / "char.jsonl"))
+    assert rc == 1 and [r["valid"] for r in rows] == [False, False]
+    assert [r["stats"]["events"] for r in rows] == [2, 2]
+    assert [(a["checker"], a["event_ids"]) for a in rows[0]["anomalies"]] == [
+        (a["checker"], a["event_ids"]) for a in rows[1]["anomalies"]]
+
+
+@pytest.mark.integration
 def test_parquet_keeps_each_run_in_kind_order(tmp_path: Path, capsys, spark) -> None:  # noqa: ANN001
     """--parquet: every event of both stored runs, a directory per run, each file's rows in kind then
     history-position order (what lets a plan's scan skip the other kinds' pages); a re-check replaces
