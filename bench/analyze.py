@@ -46,6 +46,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from harness.phases import sigterm_as_interrupt  # noqa: E402
+
 SOURCES = sorted((ROOT / "tests" / "data" / "store").glob("*/2*"))
 TOGGLE_SETS = ({}, {"reregister_on_expiry": False}, {"registration": "pre_2_2"}, {"broker_epoch_check": "off"})
 
@@ -269,4 +271,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    with sigterm_as_interrupt():  # what the bench started is stopped on SIGTERM too
+        sys.exit(main())

@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+from harness.phases import sigterm_as_interrupt
+
 ROOT = Path(__file__).resolve().parent.parent
 BARE = """
 import os, sys
@@ -170,4 +172,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with sigterm_as_interrupt():  # what the bench started is stopped on SIGTERM too
+        sys.exit(main())

@@ -21,6 +21,7 @@ import porcupine_bin  # noqa: E402  (bench/ is on sys.path: this script's direct
 
 from checkers import linearizability, models, parsers  # noqa: E402
 from checkers.testing import shared_histories  # noqa: E402
+from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 
 def main() -> int:
@@ -84,4 +85,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with sigterm_as_interrupt():  # what the bench started is stopped on SIGTERM too
+        sys.exit(main())

@@ -33,6 +33,7 @@ from spark_up import warm_spark  # noqa: E402
 from checkers import events_df, plans  # noqa: E402
 from checkers.checker import columns, union  # noqa: E402
 from checkers.fencing import PLANS  # noqa: E402
+from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 BROKERS = 5
 PARTITIONS = 50
@@ -179,4 +180,5 @@ def per_plan(spark, path: Path, n: int, together: float) -> None:  # noqa: ANN00
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with sigterm_as_interrupt():  # what the bench started is stopped on SIGTERM too
+        sys.exit(main())

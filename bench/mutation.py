@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from harness.phases import sigterm_as_interrupt  # noqa: E402
+
 
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
@@ -133,4 +135,5 @@ def _print(args, base, out, scores, fixed, wall_s):  # noqa: ANN001, ANN202
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with sigterm_as_interrupt():  # what the bench started is stopped on SIGTERM too
+        sys.exit(main())

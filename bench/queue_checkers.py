@@ -34,6 +34,7 @@ from spark_up import warm_spark  # noqa: E402
 from checkers import events_df, plans  # noqa: E402
 from checkers.checker import Events, columns, field_types, union  # noqa: E402
 from checkers.queue import QUEUE_PLANS, UNSEEN  # noqa: E402
+from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 TOPIC = "queue"
 BROKERS = 3
@@ -149,4 +150,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with sigterm_as_interrupt():  # what the bench started is stopped on SIGTERM too
+        sys.exit(main())

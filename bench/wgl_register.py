@@ -39,6 +39,7 @@ from spark_up import warm_spark  # noqa: E402
 
 from checkers import linearizability, models, parsers  # noqa: E402
 from checkers.ops import OPEN, UNKNOWN, Op  # noqa: E402
+from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 
 def generate(n: int, keys: int, processes: int, seed: int, stale: bool) -> list[str]:
@@ -186,4 +187,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with sigterm_as_interrupt():  # what the bench started is stopped on SIGTERM too
+        sys.exit(main())

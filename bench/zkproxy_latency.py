@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kazoo.client import KazooClient  # noqa: E402
 
+from harness.phases import sigterm_as_interrupt  # noqa: E402
 from nemesis.zkproxy import ProxyProcess  # noqa: E402
 
 
@@ -111,4 +112,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with sigterm_as_interrupt():  # what the bench started is stopped on SIGTERM too
+        sys.exit(main())
