@@ -35,13 +35,15 @@ import sys
 import time
 from pathlib import Path
 
+from spark_up import jvm_cpu  # bench/ is on sys.path: this script's directory
+
 from harness.phases import sigterm_as_interrupt
 
 ROOT = Path(__file__).resolve().parent.parent
 BARE = """
 import os, sys
 sys.path.insert(0, os.path.join(os.getcwd(), "bench"))
-from check_latency import jvm_cpu
+from spark_up import jvm_cpu
 from pyspark.sql import SparkSession
 spark = SparkSession.builder.master("local[*]").getOrCreate()
 spark.range(1).count()
@@ -56,14 +58,6 @@ def default_path() -> Path:
     if not runs:
         raise SystemExit("no stored run under tests/data/store: pass PATH")
     return runs[-1].parent
-
-
-def jvm_cpu(spark: object) -> float:
-    """CPU seconds (user + system, its threads and reaped children) the session's JVM has used: the
-    figure that load from other processes inflates least."""
-    pid = spark.sparkContext._gateway.proc.pid  # type: ignore[attr-defined]
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(argv: list[str]) -> tuple[float, str]:

@@ -1,7 +1,8 @@
 """Benchmark: the epoch-fencing plans (``checkers.fencing.PLANS``) on synthetic histories of 1M and 10M
 events. Not a test.
 
-Usage: python bench/checkers_epoch.py [--sizes 1000000,10000000] [--out /tmp/zkfence-bench] [--per-plan]
+Usage: python bench/checkers_epoch.py [--sizes 1000000,10000000] [--out /tmp/zkfence-bench] [--repeat K]
+       [--per-plan]
 
 The generator is Spark itself (spark.range -> events of ten kinds, value as JSON text; every committed
 ISR expansion decidable: its request, the state before it, the fetch it names and the replica's
@@ -12,8 +13,11 @@ directory per run, rows in kind order within each file). Timed: read that Parque
 plan, collect the anomalies (one job). I/O floor: read the same Parquet and aggregate over a full
 scan of every column the plans declare they read (``Checker.reads``: a superset of what each scans;
 sum of hashes, so no metadata-only count), on the same session.
-Figures are printed after the SparkSession is up. ``--per-plan`` then times each plan alone on the
-largest size, once to warm and once measured, slowest first: where the family's time goes.
+Figures are printed after the SparkSession is up, each run's with what the JVM spent during it
+(CPU, of which JIT compiling and GC; classes Spark generated): a size's first run compiles the plans'
+code and the engine's, the runs after it (``--repeat K``: K runs of the checkers and of the floor at
+each size, alternated) show the same work on warm code. ``--per-plan`` then times each plan alone on
+the largest size, once to warm and once measured, slowest first: where the family's time goes.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sizes import parse_sizes  # noqa: E402  (bench/ is on sys.path: this script's directory)
-from spark_up import warm_spark  # noqa: E402
+from spark_up import jvm_account, spent, warm_spark  # noqa: E402
 
 from checkers import events_df, plans  # noqa: E402
 from checkers.checker import columns, union  # noqa: E402
@@ -125,8 +129,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000000,10000000")
     ap.add_argument("--out", default="/tmp/zkfence-bench")
+    ap.add_argument("--repeat", type=int, default=2, metavar="K",
+                    help="runs of the checkers and of the floor at each size, alternated (default 2: the first and a warm one)")
     ap.add_argument("--per-plan", action="store_true", help="then each plan alone on the largest size, warm")
     a = ap.parse_args()
+    if a.repeat < 1:
+        print(f"bench/checkers_epoch.py: --repeat {a.repeat}: must be at least 1", file=sys.stderr)
+        return 254
     sizes = parse_sizes(a.sizes)
     spark = warm_spark()
     from pyspark.sql import functions as F
@@ -144,18 +153,26 @@ def main() -> int:
             read = read_columns(plans.anomalies(PLANS, ev))
             needed = list(columns(union(c.reads for c in PLANS)))  # what the plans declare they read
             print(f"checkers' Parquet ReadSchema columns: {len(read)}; floor scans {len(needed)} (their declared reads)")
-        res, check = timed_collect(spark, PLANS, out)
-        bad = {k: v["stats"]["anomalies_total"] for k, v in res["bench"].items() if v["valid"] is False}
-        unknown = {k: v["stats"].get("unknown_total", 0) for k, v in res["bench"].items() if v["valid"] == "unknown"}
-        t0 = time.monotonic()
         cols = [F.map_entries(c) if dict(ev.dtypes)[c].startswith("map") else F.col(c) for c in needed]
-        scan = spark.read.parquet(str(out)).select(F.sum(F.hash(*cols)).alias("h"), F.count(F.lit(1)).alias("n")).collect()
-        floor = time.monotonic() - t0
-        times[n] = check
-        print(f"{n:>10,} events: generate+parse+write {gen:6.1f} s | checkers {check:6.1f} s = {n / check:>10,.0f} events/s"
-              f" | I/O floor (full scan of the {len(needed)} declared columns, hash-sum + count) {floor:5.1f} s"
-              f" | checkers/floor {check / floor:4.1f}x | rows {scan[0]['n']:,} | anomalies {bad or 'none'}"
-              f" | unknown {unknown or 'none'}")
+        for run in range(1, a.repeat + 1):
+            before = jvm_account(spark)
+            res, check = timed_collect(spark, PLANS, out)
+            jvm = spent(before, jvm_account(spark))
+            t0 = time.monotonic()
+            scan = spark.read.parquet(str(out)).select(F.sum(F.hash(*cols)).alias("h"), F.count(F.lit(1)).alias("n")).collect()
+            floor = time.monotonic() - t0
+            if run > 1:
+                print(f"{'':>10}  run {run} (warm): checkers {check:6.1f} s | I/O floor {floor:5.1f} s"
+                      f" | checkers/floor {check / floor:4.1f}x | {jvm}")
+                continue
+            bad = {k: v["stats"]["anomalies_total"] for k, v in res["bench"].items() if v["valid"] is False}
+            unknown = {k: v["stats"].get("unknown_total", 0) for k, v in res["bench"].items() if v["valid"] == "unknown"}
+            times[n] = check
+            print(f"{n:>10,} events: generate+parse+write {gen:6.1f} s | checkers {check:6.1f} s = {n / check:>10,.0f} events/s"
+                  f" | I/O floor (full scan of the {len(needed)} declared columns, hash-sum + count) {floor:5.1f} s"
+                  f" | checkers/floor {check / floor:4.1f}x | rows {scan[0]['n']:,} | anomalies {bad or 'none'}"
+                  f" | unknown {unknown or 'none'}")
+            print(f"{'':>10}  run 1: {jvm}")
     if len(sizes) >= 2:
         lo, hi = sizes[0], sizes[-1]
         print(f"time ratio {hi:,}/{lo:,} events: {times[hi] / times[lo]:.2f} (size ratio {hi / lo:.0f})")
