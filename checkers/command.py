@@ -138,12 +138,12 @@ def run(args: argparse.Namespace) -> int:
     need_spark = remote is None and (any(f == "jsonl" for f in fmts) or not args.local)
     warm = None
     if need_spark:
-        from checkers.events_df import SMALL_BYTES
+        from checkers.events_df import small_input
         from checkers.spark import check_master, start_spark_in_background
 
         check_master(args.spark_master)
         # Run-sized input: a JVM tuned for start-up, not throughput (checkers.spark.QUICK_JVM).
-        quick = sum(h.stat().st_size for h, _ in resolved) <= SMALL_BYTES
+        quick = small_input([h for h, _ in resolved])
         warm = start_spark_in_background(args.spark_master, quick=quick)
 
     t0 = time.monotonic()

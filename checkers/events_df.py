@@ -96,13 +96,19 @@ def parse(raw: DataFrame, types: dict[str, str], extra: Sequence[str] = ()) -> D
                        *[F.col("_v").getField(n).alias(f"v_{n}") for n in types])
 
 
+def small_input(paths: Sequence[str | os.PathLike[str]]) -> bool:
+    """Run-sized: at most ``SMALL_BYTES`` of JSONL in all (a path that is not a file is the reader's to
+    report)."""
+    return sum(os.path.getsize(p) for p in paths if os.path.isfile(p)) <= SMALL_BYTES
+
+
 def load(spark: SparkSession, paths: Sequence[str], reads: Reads) -> Loaded:
     """Read, validate and project the histories for checkers reading ``reads``."""
     from pyspark.sql import functions as F
 
     raw = read(spark, paths)
     scan = parse(raw.withColumn("_bad", _bad()), field_types(reads), extra=("_bad",))
-    small = sum(os.path.getsize(p) for p in paths) <= SMALL_BYTES
+    small = small_input(paths)
     if small and spark.sparkContext.master.startswith("local"):
         # One leaf instead of the read-parse lineage, which every checker's plan re-analyses (~1 s
         # on a small run). Local only: a local checkpoint lives on executors a cluster may take away.

@@ -214,20 +214,12 @@ def single_partition_conf(spark: SparkSession) -> Iterator[None]:
     unbounded): hence no limit. Joins are not broadcast (each broadcast is a job of its own) and AQE
     is off (it runs every query stage as a job): each plan is one job of one stage. Whole-stage
     codegen is off: compiling the generated code costs more than interpreting a few thousand rows."""
-    conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1",
-            "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false",
-            "spark.sql.maxSinglePartitionBytes": str(2**63 - 1)}
-    saved = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
+    from checkers.spark import session_conf
+
+    with session_conf(spark, {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1",
+                              "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false",
+                              "spark.sql.maxSinglePartitionBytes": str(2**63 - 1)}):
         yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 # --- building anomaly rows -----------------------------------------------------------------------------

@@ -84,16 +84,18 @@ def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], 
             rows, counts = load_rows(paths, reads)
         return _compose(selected, Events(paths, selected, rows=rows), counts, timings)
     from checkers import events_df
+    from checkers.spark import generated_code
 
     with _timed(timings, "session"):
         spark_session = session(spark)
-    with _timed(timings, "load"):
-        loaded = events_df.load(spark_session, paths, reads)
-    try:
-        return _compose(selected, Events(paths, selected, frame=loaded.frame, small=loaded.small), loaded.counts,
-                        timings)
-    finally:
-        loaded.release()
+    with generated_code(spark_session, large=not events_df.small_input(paths)):
+        with _timed(timings, "load"):
+            loaded = events_df.load(spark_session, paths, reads)
+        try:
+            return _compose(selected, Events(paths, selected, frame=loaded.frame, small=loaded.small), loaded.counts,
+                            timings)
+        finally:
+            loaded.release()
 
 
 def session(spark: SparkSession | Callable[[], SparkSession] | None) -> SparkSession:

@@ -441,6 +441,33 @@ def test_one_job_on_large_input_agrees_with_per_plan_jobs(spark, paths, verdicts
     assert unordered({k: res[p] for k, p in paths.items()}) == unordered(verdicts)
 
 
+@pytest.mark.parametrize("large", [True, False])
+def test_a_quick_session_generates_code_for_large_input_only(spark, paths, verdicts, monkeypatch,  # noqa: ANN001
+                                                             large: bool) -> None:
+    """A check server's session is quick (``QUICK_CONF``: expressions interpreted) and takes every check:
+    on large input the load and the plans run with Spark's code generation, and the quick settings
+    are back afterwards; run-sized input keeps them throughout. The verdicts are the same either way."""
+    from checkers import events_df
+    from checkers.spark import QUICK_CONF, session_conf
+
+    seen = []
+    load = events_df.load
+
+    def spying_load(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.append({k: spark.conf.get(k, None) for k in QUICK_CONF})
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(events_df, "load", spying_load)
+    if large:
+        monkeypatch.setattr(events_df, "SMALL_BYTES", 0)
+    with session_conf(spark, QUICK_CONF):
+        res = check_histories(list(paths.values()), spark=spark)
+        after = {k: spark.conf.get(k, None) for k in QUICK_CONF}
+    assert seen == [dict.fromkeys(QUICK_CONF) if large else QUICK_CONF]
+    assert after == QUICK_CONF
+    assert {k: res[p]["valid"] for k, p in paths.items()} == {k: v["valid"] for k, v in verdicts.items()}
+
+
 def test_anoms_is_the_union_of_its_cases_in_one_pass(spark) -> None:  # noqa: ANN001
     """``plans.anoms`` gives a row for every case that holds (two for a row where two hold, none where
     a condition is null), like a union of ``anom`` over each case's filter."""
