@@ -38,7 +38,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from harness.localstate import bench_scratch  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 SOURCES = sorted((ROOT / "tests" / "data" / "store").glob("*/2*"))
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.plain_only:
         print(plain(Path(args.plain_only[0]), Path(args.plain_only[1])))
         return 0
-    base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zkfence-bench-analyze-"))
+    base = Path(args.keep) if args.keep else bench_scratch()
     server_start: float | None = None  # set once this bench has started a server: it stops that one only
     try:
         store = base / "store"

@@ -15,7 +15,6 @@ import json
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -23,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kazoo.client import KazooClient  # noqa: E402
 
+from harness.localstate import bench_scratch  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 from nemesis.zkproxy import ProxyProcess  # noqa: E402
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--zk", help="use this running server instead of starting one")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args(argv)
-    workdir = tempfile.mkdtemp(prefix="zkproxy-bench-")
+    workdir = str(bench_scratch())  # harness teardown finds it, and stops its ZooKeeper, if this bench is killed
     ens = None
     try:
         zk_addr = args.zk

@@ -6,9 +6,13 @@ check`) can use it without importing the cluster's SSH and ZooKeeper clients."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 STATE_DIR = Path(__file__).resolve().parent.parent / ".local" / "state"
+# A bench's scratch directory (its ZooKeeper's data, its generated store): named after the bench's
+# process, so that `harness teardown` finds it, and what runs in it, once that process was killed.
+BENCH_PREFIX = "zkfence-bench-scratch-"
 
 
 def process_start_time(pid: int) -> int | None:
@@ -42,3 +46,25 @@ def orphaned(tmp: Path, prefix: str) -> list[Path]:
         if d.is_dir() and not alive:
             out.append(d)
     return out
+
+
+def bench_scratch() -> Path:
+    """A new scratch directory for a bench (``BENCH_PREFIX``, named after this process)."""
+    return Path(tempfile.mkdtemp(prefix=owner_prefix(BENCH_PREFIX)))
+
+
+def processes_mentioning(marker: str) -> list[tuple[int, str]]:
+    """(pid, command line) of every live process whose command line contains ``marker`` (a scratch
+    directory: what was started in it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        if marker in cmdline and ") Z" not in stat:
+            found.append((int(proc.name), cmdline.strip()))
+    return found

@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.localstate import STATE_DIR, orphaned, owner_alive
+from harness.localstate import BENCH_PREFIX, STATE_DIR, orphaned, owner_alive, processes_mentioning
 from harness.remote import RemoteError, kill_local_pid
 from harness.salvage import salvage
 
@@ -37,6 +37,14 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(d, ignore_errors=True)
             orphans.append(d)
             print(f"teardown: removed {d}, {what} of a process that is gone")
+    for d in orphaned(Path(tempfile.gettempdir()), BENCH_PREFIX):  # a bench killed outright
+        started = processes_mentioning(str(d))  # its ZooKeeper, its proxy: each started in its scratch dir
+        for pid, _ in started:
+            kill_local_pid(pid)
+        shutil.rmtree(d, ignore_errors=True)
+        orphans.append(d)
+        print(f"teardown: removed {d}, the scratch dir of a bench that is gone, and stopped the "
+              f"{len(started)} process(es) started in it")
     states = sorted(STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []
     if not states:
         if stopped is None and not orphans:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.localstate import processes_mentioning
 from history import read_events
-from tests.processes import processes_mentioning
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

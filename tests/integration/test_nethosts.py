@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.localstate import processes_mentioning
 from history import read_events
 from tests.nethosts import NetHosts, available, sh
-from tests.processes import processes_mentioning
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(available() is not None, reason=f"namespace hosts: {available()}")]

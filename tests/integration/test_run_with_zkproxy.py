@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from harness.localstate import processes_mentioning
 from history import read_events
 from nemesis.scripted import load_schedule
-from tests.processes import processes_mentioning
 from tests.runs import run_test
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.localstate import processes_mentioning
 from history import read_events
-from tests.processes import processes_mentioning
 from tests.runs import run_test
 
 pytestmark = pytest.mark.integration
