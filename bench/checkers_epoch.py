@@ -161,18 +161,19 @@ def main() -> int:
             t0 = time.monotonic()
             scan = spark.read.parquet(str(out)).select(F.sum(F.hash(*cols)).alias("h"), F.count(F.lit(1)).alias("n")).collect()
             floor = time.monotonic() - t0
-            if run > 1:
+            if run == 1:
+                bad = {k: v["stats"]["anomalies_total"] for k, v in res["bench"].items() if v["valid"] is False}
+                unknown = {k: v["stats"].get("unknown_total", 0) for k, v in res["bench"].items()
+                           if v["valid"] == "unknown"}
+                times[n] = check
+                print(f"{n:>10,} events: generate+parse+write {gen:6.1f} s | checkers {check:6.1f} s = {n / check:>10,.0f} "
+                      f"events/s | I/O floor (full scan of the {len(needed)} declared columns, hash-sum + count) "
+                      f"{floor:5.1f} s | checkers/floor {check / floor:4.1f}x | rows {scan[0]['n']:,} | anomalies "
+                      f"{bad or 'none'} | unknown {unknown or 'none'}")
+                print(f"{'':>10}  run 1: {jvm}")
+            else:
                 print(f"{'':>10}  run {run} (warm): checkers {check:6.1f} s | I/O floor {floor:5.1f} s"
                       f" | checkers/floor {check / floor:4.1f}x | {jvm}")
-                continue
-            bad = {k: v["stats"]["anomalies_total"] for k, v in res["bench"].items() if v["valid"] is False}
-            unknown = {k: v["stats"].get("unknown_total", 0) for k, v in res["bench"].items() if v["valid"] == "unknown"}
-            times[n] = check
-            print(f"{n:>10,} events: generate+parse+write {gen:6.1f} s | checkers {check:6.1f} s = {n / check:>10,.0f} events/s"
-                  f" | I/O floor (full scan of the {len(needed)} declared columns, hash-sum + count) {floor:5.1f} s"
-                  f" | checkers/floor {check / floor:4.1f}x | rows {scan[0]['n']:,} | anomalies {bad or 'none'}"
-                  f" | unknown {unknown or 'none'}")
-            print(f"{'':>10}  run 1: {jvm}")
     if len(sizes) >= 2:
         lo, hi = sizes[0], sizes[-1]
         print(f"time ratio {hi:,}/{lo:,} events: {times[hi] / times[lo]:.2f} (size ratio {hi / lo:.0f})")

@@ -32,19 +32,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"teardown: stopped the check server (pid {stopped})")
     orphans = []
     for prefix, what in ((WARM_UP_PREFIX, "the warm-up store"),  # a batch server killed while it warmed up
-                         (SCRATCH_PREFIX, "the Spark driver's temporary files")):  # a JVM killed outright
+                         (SCRATCH_PREFIX, "the Spark driver's temporary files"),  # a JVM killed outright
+                         (BENCH_PREFIX, "a bench's scratch dir")):  # a bench killed outright
         for d in orphaned(Path(tempfile.gettempdir()), prefix):
+            started = processes_mentioning(str(d))  # what runs in it still (a bench's ZooKeeper and proxy)
+            for pid, _ in started:
+                kill_local_pid(pid)
             shutil.rmtree(d, ignore_errors=True)
             orphans.append(d)
-            print(f"teardown: removed {d}, {what} of a process that is gone")
-    for d in orphaned(Path(tempfile.gettempdir()), BENCH_PREFIX):  # a bench killed outright
-        started = processes_mentioning(str(d))  # its ZooKeeper, its proxy: each started in its scratch dir
-        for pid, _ in started:
-            kill_local_pid(pid)
-        shutil.rmtree(d, ignore_errors=True)
-        orphans.append(d)
-        print(f"teardown: removed {d}, the scratch dir of a bench that is gone, and stopped the "
-              f"{len(started)} process(es) started in it")
+            print(f"teardown: removed {d}, {what} of a process that is gone"
+                  + (f"; stopped the {len(started)} process(es) started in it" if started else ""))
     states = sorted(STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []
     if not states:
         if stopped is None and not orphans:

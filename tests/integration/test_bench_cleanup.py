@@ -64,7 +64,7 @@ def test_teardown_stops_what_a_killed_bench_left_running(tmp_path: Path) -> None
         td = subprocess.run([sys.executable, "-m", "harness.cli", "teardown"], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=120)
         assert td.returncode == 0, td.stderr
-        assert f"removed {workdir}, the scratch dir of a bench that is gone" in td.stdout, td.stdout
+        assert f"removed {workdir}, a bench's scratch dir of a process that is gone; stopped the" in td.stdout, td.stdout
         deadline = time.monotonic() + 10  # SIGKILLed processes are gone once the kernel has reaped them
         while processes_mentioning(str(workdir)) and time.monotonic() < deadline:
             time.sleep(0.1)
