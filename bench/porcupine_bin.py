@@ -1,15 +1,21 @@
 """Build the Porcupine reference checker (``bench/porcupine``, Go) for the benches that compare with it.
 
-Each call builds into its own temporary directory, so two benches (or two clones of this
-project on one machine) never overwrite each other's binary while one of them runs it. The
+Each call builds into its own scratch directory (``harness.localstate.bench_scratch``), so two
+benches (or two clones of this project on one machine) never overwrite each other's binary while
+one of them runs it, and ``harness teardown`` stops a check still running from the directory of a
+bench killed outright and removes it. The
 module comes from the Go module proxy, checked against the committed ``go.sum``.
 """
 
 from __future__ import annotations
 
 import subprocess
-import tempfile
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.localstate import bench_scratch  # noqa: E402
 
 GO_DIR = Path(__file__).resolve().parent / "porcupine"
 
@@ -17,7 +23,7 @@ GO_DIR = Path(__file__).resolve().parent / "porcupine"
 def build(into: str | Path | None = None) -> Path:
     """``go build`` bench/porcupine; returns the binary's path (under ``into``, else a new temp dir
     the caller removes, e.g. ``shutil.rmtree(path.parent)``)."""
-    out = Path(into) if into is not None else Path(tempfile.mkdtemp(prefix="zkfence-porcupine-"))
+    out = Path(into) if into is not None else bench_scratch()
     binary = out / "porcupine"
     subprocess.run(["go", "build", "-o", str(binary), "."], cwd=GO_DIR, check=True)
     return binary

@@ -4,7 +4,8 @@
 the ``master`` argument (the ``--spark-master`` flag), env ``HARNESS_SPARK_MASTER``, ``local[*]``.
 Commands check it before any work (``master_arg`` for the flag, ``check_master``): a malformed URL
 is bad input naming the flag or the variable, a standalone master nothing answers at is an
-environment failure in seconds, not a traceback after a run and Spark's minute of retries.
+environment failure in seconds, not a traceback after a run and Spark's minute of retries; so is
+one where something else answers (a web UI's port, an SSH daemon: ``checkers.rpc_probe``).
 A master that is not ``local[...]`` gets the project's packages shipped to its executors
 (``checkers.ship``); every session gets the project's JVM functions (``checkers.udfs``).
 ``start_spark_in_background()`` warms it on a worker thread so a run can pay the JVM start-up
@@ -32,7 +33,6 @@ import contextlib
 import os
 import re
 import shutil
-import socket
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -132,18 +132,25 @@ def resolve_master(master: str | None = None) -> str:
 
 def check_master(master: str | None = None) -> str:
     """The master a session would use, checked before any work: a malformed one from the environment
-    is ``UsageError``; a standalone master at none of whose HOST:PORTs anything accepts a connection is
-    ``EnvironmentFailed`` now (Spark itself retries for a minute, then fails with a Java trace)."""
+    is ``UsageError``; a standalone master none of whose HOST:PORTs takes a connection and answers
+    like Spark's RPC (``checkers.rpc_probe``) is ``EnvironmentFailed`` now (Spark itself retries for a
+    minute, then fails with a Java trace that names neither the port nor what answered there)."""
+    from checkers import rpc_probe
+
     m = resolve_master(master)
-    refused = []
+    refused, strangers = [], []
     for host, port in standalone_endpoints(m):
         try:
-            socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
-            return m
+            answer, reply = rpc_probe.probe(host, port, PROBE_TIMEOUT_S)
         except OSError as e:
             refused.append(f"{host}:{port} ({e.strerror or e})")
-    if refused:
-        raise EnvironmentFailed(f"Spark master {m}: nothing accepts connections at {', '.join(refused)}")
+            continue
+        if answer is not rpc_probe.Answer.OTHER:
+            return m
+        strangers.append(f"{host}:{port} answers {rpc_probe.shown(reply)!r}, not Spark's RPC")
+    why = ([f"nothing accepts connections at {', '.join(refused)}"] if refused else []) + strangers
+    if why:
+        raise EnvironmentFailed(f"Spark master {m}: {'; '.join(why)}")
     return m
 
 

@@ -1,6 +1,8 @@
 """`harness check` and `harness analyze` with `--spark-master spark://...` on a real standalone Spark cluster (master + worker
 from pyspark's own distribution, on loopback) whose executors run a Python that lacks this project:
-the harness ships the checkers' code to them, and the verdict equals the local one."""
+the harness ships the checkers' code to them, and the verdict equals the local one. Pointed at the
+master's web UI instead, a check fails at once naming what answered; the master's log shows no
+error from the probes that tell the two apart."""
 
 from __future__ import annotations
 
@@ -62,6 +64,16 @@ def test_check_on_standalone_cluster_matches_local(tmp_path: Path) -> None:
         apps = list((tmp_path / "spark" / "worker").glob("app-*/*/stderr"))
         assert apps, "no executor ran on the worker"
         shipped = "\n".join(p.read_text(errors="replace") for p in apps)
+        # The master's web UI is no Spark RPC port: said at once, where Spark would retry for a minute.
+        ui = cluster.webui.replace("http://", "spark://")
+        wrong = subprocess.run([str(HARNESS), "check", str(STORED_RUN), "--no-server", "--spark-master", ui],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert (wrong.returncode, wrong.stderr.strip()) == (
+            2, f"harness: Spark master {ui}: {ui.removeprefix('spark://')} answers 'HTTP/1.1 400 Bad Request', "
+               "not Spark's RPC")
+        # Every call above probed the master's RPC port first (checkers.rpc_probe): no error in its log.
+        master_log = (cluster.log_dir / "master.out").read_text(errors="replace")
+        assert "got disassociated" in master_log and " ERROR " not in master_log
     rc_local, local = check(STORED_RUN, tmp_path, "--spark-master", "local[2]")
     assert (rc, remote["valid"]) == (rc_local, local["valid"]) == (0, True)
     assert remote["anomalies"] == local["anomalies"]

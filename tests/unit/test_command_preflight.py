@@ -1,10 +1,13 @@
 """Each command judges its Spark master and its output paths before it does any work: a malformed
 master or an unwritable path is one line naming the flag (exit 254), a standalone master nothing
-answers at one line and exit 2, all before a cluster, a session or a check starts."""
+answers at (or where something other than Spark's RPC answers) one line and exit 2, all before a cluster, a session or a check starts."""
 
 from __future__ import annotations
 
 import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -68,3 +71,36 @@ def test_a_standalone_master_nothing_answers_at_is_unknown_at_once(command: list
     assert main([*command, "--spark-master", url]) == 2
     assert _one_line(capsys) == f"harness: Spark master {url}: nothing accepts connections at 127.0.0.1:" \
                                 f"{url.rsplit(':', 1)[1]} (Connection refused)"
+
+
+class _QuietHandler(BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        pass  # its request log goes to stderr, where the command's one line is read
+
+
+@pytest.fixture
+def web_server() -> Iterator[int]:
+    """A loopback HTTP server (as a master's web UI is): the port a user may give for the RPC one."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _QuietHandler)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        t.join(10)
+
+
+@pytest.mark.parametrize("command", [["check", str(RUN), "--no-server"],
+                                     ["analyze", str(REPO / "tests/data/store"), "--no-server"],
+                                     ["check-server", "start"]])
+def test_a_standalone_master_url_where_http_answers_is_said_at_once(command: list[str], web_server: int,
+                                                                     tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"spark://127.0.0.1:{web_server}"
+    if command[0] == "analyze":
+        command = [*command, "--out", str(tmp_path / "analysis")]
+    assert main([*command, "--spark-master", url]) == 2
+    assert _one_line(capsys) == f"harness: Spark master {url}: 127.0.0.1:{web_server} answers '<!DOCTYPE HTML>', " \
+                                "not Spark's RPC"
