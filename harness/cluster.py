@@ -225,9 +225,9 @@ class Cluster:
         self.log(f"connecting over SSH to {len(inv.nodes)} nodes")
         self.remotes = dict(on_nodes(inv.nodes, connect))
         for node in inv.nodes:
-            wd = self.node_workdir(node)
-            self.state.node_workdirs[node.name] = wd
-            self.remotes[node.name].run(f"mkdir -p {shlex.quote(wd)}", check=True)
+            self.state.node_workdirs[node.name] = self.node_workdir(node)
+        on_nodes(inv.nodes, lambda node: self.remotes[node.name].run(
+            f"mkdir -p {shlex.quote(self.state.node_workdirs[node.name])}", check=True))
         self.state.save()
 
     def zk_settings(self, node: NodeSpec) -> ZkSettings:
@@ -243,10 +243,11 @@ class Cluster:
             raise RemoteError("; ".join(f"{o.node}: {o.what}: {o.detail}" for o in failed))
 
     def _start_zookeeper(self) -> None:
-        members: list[ZkMember] = []
-        for myid, node in enumerate(self.inv.zookeepers, 1):
-            client, peer, election = free_ports_on(self.remotes[node.name], node.address, 3, self.node_python)
-            members.append(ZkMember(myid, node.name, node.address, client, peer, election, self.node_workdir(node)))
+        zookeepers = self.inv.zookeepers
+        ports = on_nodes(zookeepers, lambda node: free_ports_on(self.remotes[node.name], node.address, 3,
+                                                                self.node_python))
+        members = [ZkMember(myid, node.name, node.address, client, peer, election, self.node_workdir(node))
+                   for myid, (node, (client, peer, election)) in enumerate(zip(zookeepers, ports, strict=True), 1)]
         nodes = [ZooKeeperNode(m, self.remotes[m.name], self.zk_settings(self.inv.node(m.name))) for m in members]
         for m in members:
             self.state.add_pidfile(m.name, m.pidfile)
@@ -278,9 +279,9 @@ class Cluster:
 
     def _ensure_agent_links(self) -> None:
         brokers = self.inv.brokers
-        for b in brokers:
-            if b.broker_id not in self.agent_ports:
-                self.agent_ports[b.broker_id] = free_ports_on(self.remotes[b.name], b.address, 1, self.node_python)[0]  # type: ignore[index]
+        new = [b for b in brokers if b.broker_id not in self.agent_ports]
+        ports = on_nodes(new, lambda b: free_ports_on(self.remotes[b.name], b.address, 1, self.node_python)[0])
+        self.agent_ports.update({b.broker_id: port for b, port in zip(new, ports, strict=True)})  # type: ignore[misc]
         for src in brokers:
             for dst in brokers:
                 name = f"{src.name}->{dst.name}"
@@ -444,16 +445,16 @@ class Cluster:
         the agents whose events could not be had."""
         got: dict[str, list[Any]] = {"events": [], "logs": [], "missing": []}
         logs = run_dir / "logs"
-        for agent in self.agents.values():
-            events = agent.collect_events(run_dir / "events")
+        agents = list(self.agents.values())
+        # in parallel: over SSH every download is a round trip of its own
+        for agent, events in zip(agents, on_nodes(agents, lambda a: a.collect_events(run_dir / "events")), strict=True):
             if events is None:  # unreachable node, or an agent that never wrote an event
                 got["missing"].append(f"agent:{agent.broker_id}")
             else:
                 got["events"].append(events)
-        services: list[Any] = [*self.components().values(), self.toxiproxy, self.zkproxy]
-        for c in services:
-            if c is not None:
-                got["logs"] += c.logs(logs)
+        services: list[Any] = [c for c in (*self.components().values(), self.toxiproxy, self.zkproxy) if c is not None]
+        for files in on_nodes(services, lambda c: c.logs(logs)):
+            got["logs"] += files
         return got
 
     def stop_agents(self) -> None:

@@ -43,6 +43,7 @@ from harness.inventory import Inventory
 from harness.outputs import writable_dir
 from harness.phases import Lap, current_phase, play_covers_spark_start, sigterm_as_interrupt
 from harness.progress import LiveLine, OpsRate, progress_line
+from harness.remote import on_nodes
 from harness.spec import ANOMALY, TestSpec
 from harness.store import new_run_dir, write_json
 from harness.wait import wait_until
@@ -373,7 +374,8 @@ class Engine:
                 with self.console.status("final read: the workload's final operations"):
                     workload.final()
                 lap("final")
-            live_brokers = sorted(b for b, a in cluster.agents.items() if live(a))
+            agents = sorted(cluster.agents.items())
+            live_brokers = [b for (b, _), up in zip(agents, on_nodes([a for _, a in agents], live), strict=True) if up]
             observer.final_snapshot()
             writers["harness"].emit("run_end", live_brokers=live_brokers)
         except Exception as e:  # noqa: BLE001 - recorded with the run; the history is still collected

