@@ -60,19 +60,6 @@ def test_a_malformed_master_is_the_flags_error(command: list[str], capsys: pytes
     assert "argument --spark-master: 'bogus://x' is not a Spark master URL" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", [["check", str(RUN), "--no-server"],
-                                     ["analyze", str(REPO / "tests/data/store"), "--no-server"],
-                                     ["check-server", "start"]])
-def test_a_standalone_master_nothing_answers_at_is_unknown_at_once(command: list[str], tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"spark://127.0.0.1:{_refused_port()}"
-    if command[0] == "analyze":
-        command = [*command, "--out", str(tmp_path / "analysis")]
-    assert main([*command, "--spark-master", url]) == 2
-    assert _one_line(capsys) == f"harness: Spark master {url}: nothing accepts connections at 127.0.0.1:" \
-                                f"{url.rsplit(':', 1)[1]} (Connection refused)"
-
-
 class _QuietHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
         pass  # its request log goes to stderr, where the command's one line is read
@@ -92,15 +79,19 @@ def web_server() -> Iterator[int]:
         t.join(10)
 
 
+@pytest.mark.parametrize("listener", ["none", "http"])
 @pytest.mark.parametrize("command", [["check", str(RUN), "--no-server"],
                                      ["analyze", str(REPO / "tests/data/store"), "--no-server"],
                                      ["check-server", "start"]])
-def test_a_standalone_master_url_where_http_answers_is_said_at_once(command: list[str], web_server: int,
-                                                                     tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"spark://127.0.0.1:{web_server}"
+def test_a_standalone_master_that_is_not_there_is_unknown_at_once(command: list[str], listener: str, tmp_path: Path,
+                                                                  request: pytest.FixtureRequest,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing listening, or something other than Spark's RPC answering (a web UI's port)."""
+    port = request.getfixturevalue("web_server") if listener == "http" else _refused_port()
+    url = f"spark://127.0.0.1:{port}"
     if command[0] == "analyze":
         command = [*command, "--out", str(tmp_path / "analysis")]
     assert main([*command, "--spark-master", url]) == 2
-    assert _one_line(capsys) == f"harness: Spark master {url}: 127.0.0.1:{web_server} answers '<!DOCTYPE HTML>', " \
-                                "not Spark's RPC"
+    why = (f"127.0.0.1:{port} answers '<!DOCTYPE HTML>', not Spark's RPC" if listener == "http"
+           else f"nothing accepts connections at 127.0.0.1:{port} (Connection refused)")
+    assert _one_line(capsys) == f"harness: Spark master {url}: {why}"
