@@ -10,19 +10,16 @@ module comes from the Go module proxy, checked against the committed ``go.sum``.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from harness.localstate import bench_scratch  # noqa: E402
+from harness.localstate import bench_scratch  # the bench that imports this puts the project on sys.path
 
 GO_DIR = Path(__file__).resolve().parent / "porcupine"
 
 
 def build(into: str | Path | None = None) -> Path:
-    """``go build`` bench/porcupine; returns the binary's path (under ``into``, else a new temp dir
-    the caller removes, e.g. ``shutil.rmtree(path.parent)``)."""
+    """``go build`` bench/porcupine; returns the binary's path (under ``into``, else a new bench
+    scratch dir the caller removes, e.g. ``shutil.rmtree(path.parent)``)."""
     out = Path(into) if into is not None else bench_scratch()
     binary = out / "porcupine"
     subprocess.run(["go", "build", "-o", str(binary), "."], cwd=GO_DIR, check=True)

@@ -40,6 +40,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from checkers import rpc_probe
 from harness.errors import EnvironmentFailed, UsageError
 from harness.localstate import orphaned, owner_prefix, process_start_time
 
@@ -135,8 +136,6 @@ def check_master(master: str | None = None) -> str:
     is ``UsageError``; a standalone master none of whose HOST:PORTs takes a connection and answers
     like Spark's RPC (``checkers.rpc_probe``) is ``EnvironmentFailed`` now (Spark itself retries for a
     minute, then fails with a Java trace that names neither the port nor what answered there)."""
-    from checkers import rpc_probe
-
     m = resolve_master(master)
     refused, strangers = [], []
     for host, port in standalone_endpoints(m):
