@@ -33,6 +33,7 @@ import contextlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -135,20 +136,30 @@ def check_master(master: str | None = None) -> str:
     """The master a session would use, checked before any work: a malformed one from the environment
     is ``UsageError``; a standalone master none of whose HOST:PORTs takes a connection and answers
     like Spark's RPC (``checkers.rpc_probe``) is ``EnvironmentFailed`` now (Spark itself retries for a
-    minute, then fails with a Java trace that names neither the port nor what answered there)."""
+    minute, then fails with a Java trace that names neither the port nor what answered there). One
+    that takes the connection and sends nothing back is left to Spark, with a warning on stderr: that
+    minute of retries is then the likely wait (a master with authentication on closes such a
+    connection too, so silence is no verdict)."""
     m = resolve_master(master)
-    refused, strangers = [], []
+    refused, strangers, silent = [], [], []
     for host, port in standalone_endpoints(m):
         try:
             answer, reply = rpc_probe.probe(host, port, PROBE_TIMEOUT_S)
         except OSError as e:
             refused.append(f"{host}:{port} ({e.strerror or e})")
             continue
-        if answer is not rpc_probe.Answer.OTHER:
-            return m
-        strangers.append(f"{host}:{port} answers {rpc_probe.shown(reply)!r}, not Spark's RPC")
+        if answer is rpc_probe.Answer.OTHER:
+            strangers.append(f"{host}:{port} answers {rpc_probe.shown(reply)!r}, not Spark's RPC")
+        elif reply:
+            return m  # a Spark frame, or a TLS record
+        else:
+            silent.append(f"{host}:{port}")
     why = ([f"nothing accepts connections at {', '.join(refused)}"] if refused else []) + strangers
-    if why:
+    if silent:
+        print(f"harness: Spark master {m}: {', '.join(silent)} sent nothing back to a Spark RPC request within "
+              f"{PROBE_TIMEOUT_S:g} s{''.join('; ' + w for w in why)}; if it is not a Spark master, Spark gives up "
+              "registering only after a minute", file=sys.stderr)
+    elif why:
         raise EnvironmentFailed(f"Spark master {m}: {'; '.join(why)}")
     return m
 

@@ -78,3 +78,23 @@ def test_probe_judges_what_a_listener_sends(answer: bytes | None, expected: Answ
         got, reply = probe("127.0.0.1", server.getsockname()[1], timeout=0.5)
         t.join(10)
     assert got is expected and reply == (answer or b"")
+
+
+def test_a_master_that_sends_nothing_back_is_left_to_spark_with_a_warning(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from checkers import spark
+
+    monkeypatch.setattr(spark, "PROBE_TIMEOUT_S", 0.3)
+    silent, t1 = _listener(None)
+    ssh, t2 = _listener(b"SSH-2.0-OpenSSH_9.2p1\r\n")
+    quiet, banner = silent.getsockname()[1], ssh.getsockname()[1]
+    with silent, ssh:
+        master = f"spark://127.0.0.1:{banner},127.0.0.1:{quiet}"
+        assert spark.check_master(master) == master  # no verdict: the silent one may be Spark's
+        t1.join(10)
+        t2.join(10)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"127.0.0.1:{quiet} sent nothing back to a Spark RPC request within 0.3 s" in err
+    assert f"127.0.0.1:{banner} answers 'SSH-2.0-OpenSSH_9.2p1', not Spark's RPC" in err
+    assert "Spark gives up registering only after a minute" in err
