@@ -175,7 +175,7 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
     with _lock:
         from pyspark.sql import SparkSession
 
-        from checkers import cds, udfs
+        from checkers import cds, spark_defaults, udfs
 
         active = SparkSession.getActiveSession()
         if active is not None:
@@ -214,7 +214,10 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
         )
         jar = udfs.jar()
         if jar is not None:  # the driver's classes, and fetched by a cluster's executors
-            builder = builder.config("spark.jars", str(jar))
+            # added to the defaults' jars: the session's setting replaces the file's (a listener or
+            # a plugin the file names would then be missing from the classpath)
+            theirs = spark_defaults.user_value("spark.jars")
+            builder = builder.config("spark.jars", ",".join(x for x in (theirs, str(jar)) if x))
         if local:  # a cluster's executors keep their blocks where their worker says
             builder = (
                 builder.config("spark.local.dir", str(scratch))

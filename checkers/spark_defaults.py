@@ -1,0 +1,100 @@
+"""What the driver's ``spark-defaults.conf`` says, read before a session starts.
+
+The session the harness builds sets some keys a cluster's defaults may set too; for ``spark.jars``
+(a list) the harness adds its own jar to the user's instead of replacing them, which needs the
+user's value first. spark-submit, which pyspark runs to start the driver's JVM, reads
+``$SPARK_CONF_DIR/spark-defaults.conf``, else ``$SPARK_HOME/conf/spark-defaults.conf``, where
+pyspark sets ``SPARK_HOME`` to its own install when unset (Spark's ``Utils.getDefaultPropertiesFile``
+and pyspark's ``find_spark_home``); a ``--properties-file`` in ``$PYSPARK_SUBMIT_ARGS`` is not
+followed. The file is a Java properties file (``java.util.Properties.load``), read as UTF-8 and its
+values trimmed, as Spark's ``Utils.getPropertiesFromFile`` reads it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def defaults_file() -> Path | None:
+    """The ``spark-defaults.conf`` spark-submit would read for a driver started now (None: no Spark
+    home can be found)."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if conf_dir:
+        return Path(conf_dir) / "spark-defaults.conf"
+    home = os.environ.get("SPARK_HOME")
+    if not home:
+        from pyspark.find_spark_home import _find_spark_home
+
+        try:
+            home = _find_spark_home()
+        except SystemExit:  # pyspark exits when it finds no Spark home
+            return None
+    return Path(home) / "conf" / "spark-defaults.conf"
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Natural lines joined where one ends in an odd number of backslashes, the next line's leading
+    whitespace dropped; blank and comment lines left out."""
+    out: list[str] = []
+    pending: str | None = None
+    for raw in text.splitlines():
+        line = raw.lstrip(" \t\f") if pending is not None or raw.strip() else ""
+        if pending is None and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        body = line[:-1] if trailing % 2 else line
+        pending = body if pending is None else pending + body
+        if not trailing % 2:
+            out.append(pending)
+            pending = None
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def _unescape(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 == len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u" and i + 6 <= len(text):
+            try:
+                out.append(chr(int(text[i + 2:i + 6], 16)))
+                i += 6
+                continue
+            except ValueError:
+                pass
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
+
+
+def parse(text: str) -> dict[str, str]:
+    """A properties file's keys and values (the last of a repeated key wins), values trimmed."""
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        i = 0
+        while i < len(line) and line[i] not in "=: \t\f":
+            i += 2 if line[i] == "\\" else 1
+        key, rest = line[:i], line[i:].lstrip(" \t\f")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t\f")
+        props[_unescape(key)] = _unescape(rest).strip()
+    return props
+
+
+def user_value(key: str) -> str | None:
+    """``key`` as the driver's defaults file sets it (None: unset, or no readable file)."""
+    path = defaults_file()
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace") if path is not None else ""
+    except OSError:
+        return None
+    return parse(text).get(key) or None

@@ -1,0 +1,60 @@
+"""The driver's spark-defaults.conf keeps its jars: a session the harness starts adds its functions'
+jar to the file's ``spark.jars`` (before, it replaced them, and a listener the file names failed the
+session with ClassNotFoundException). A real SparkSession in a child process, with a listener jar
+compiled here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checkers import udfs
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+LISTENER = """package zkfencetest;
+public class Hello extends org.apache.spark.scheduler.SparkListener {
+  public Hello() { System.err.println("zkfencetest.Hello loaded"); }
+}
+"""
+CHILD = """
+import json
+from checkers import spark as s, udfs
+session = s.get_spark("local[1]")
+print(json.dumps({"jars": session.conf.get("spark.jars"), "functions": udfs.registered(session, udfs.EVENT_FIELDS),
+                  "count": session.range(3).count()}), flush=True)
+"""
+
+
+def test_a_listener_jar_of_spark_defaults_stays_on_the_classpath(tmp_path: Path) -> None:
+    import pyspark
+
+    javac = udfs.javac()
+    assert javac is not None, "javac is on this machine: every session has the functions' jar"
+    src = tmp_path / "src" / "zkfencetest" / "Hello.java"
+    src.parent.mkdir(parents=True)
+    src.write_text(LISTENER, encoding="utf-8")
+    classes = tmp_path / "classes"
+    subprocess.run([str(javac), "-d", str(classes), "-cp", str(Path(pyspark.__file__).parent / "jars" / "*"),
+                    str(src)], check=True, timeout=120)
+    jar = tmp_path / "hello.jar"
+    subprocess.run([str(javac.with_name("jar")), "cf", str(jar), "-C", str(classes), "."], check=True, timeout=60)
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(f"spark.jars {jar}\nspark.extraListeners = zkfencetest.Hello\n",
+                                              encoding="utf-8")
+    env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
+    env.pop("HARNESS_SPARK_MASTER", None)
+    done = subprocess.run([sys.executable, "-c", CHILD], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "zkfencetest.Hello loaded" in done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["jars"] == f"{jar},{udfs.jar_path()}"
+    assert got["functions"] is True and got["count"] == 3

@@ -1,0 +1,59 @@
+"""checkers.spark_defaults: a Java properties file read as spark-submit reads spark-defaults.conf
+(plain text), and where that file is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checkers import spark_defaults
+from checkers.spark_defaults import parse
+
+
+def test_the_forms_a_properties_file_takes() -> None:
+    text = (
+        "# a comment\n"
+        "  ! another = comment\n"
+        "\n"
+        "spark.jars   /opt/a.jar,/opt/b.jar  \n"
+        "spark.eq=x=y\n"
+        "spark.colon : z\n"
+        "spark.tab\tt\n"
+        "spark.long = one,\\\n"
+        "     two\n"
+        "spark.key\\ with\\:seps = k\n"
+        "spark.esc = a\\tb\\u0041\\\\c\n"
+        "spark.empty\n"
+        "spark.twice = 1\n"
+        "spark.twice = 2\n"
+    )
+    assert parse(text) == {
+        "spark.jars": "/opt/a.jar,/opt/b.jar", "spark.eq": "x=y", "spark.colon": "z", "spark.tab": "t",
+        "spark.long": "one,two", "spark.key with:seps": "k", "spark.esc": "a\tbA\\c", "spark.empty": "",
+        "spark.twice": "2",
+    }
+
+
+def test_a_continuation_into_a_blank_line_or_the_end_ends_the_value() -> None:
+    assert parse("a = x\\\n\nb = y\\") == {"a": "x", "b": "y"}
+
+
+def test_the_file_is_in_spark_conf_dir_else_spark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "home"))
+    assert spark_defaults.defaults_file() == tmp_path / "conf" / "spark-defaults.conf"
+    monkeypatch.delenv("SPARK_CONF_DIR")
+    assert spark_defaults.defaults_file() == tmp_path / "home" / "conf" / "spark-defaults.conf"
+    monkeypatch.delenv("SPARK_HOME")
+    import pyspark
+
+    assert spark_defaults.defaults_file() == Path(pyspark.__file__).parent / "conf" / "spark-defaults.conf"
+
+
+def test_a_value_comes_from_the_file_when_there_is_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert spark_defaults.user_value("spark.jars") is None  # no file
+    (tmp_path / "spark-defaults.conf").write_text("spark.jars  /opt/a.jar\nspark.other =\n", encoding="utf-8")
+    assert spark_defaults.user_value("spark.jars") == "/opt/a.jar"
+    assert spark_defaults.user_value("spark.other") is None
