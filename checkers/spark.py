@@ -230,10 +230,10 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
                 builder = builder.config(k, v)
         try:
             spark = builder.getOrCreate()
-        except Exception as e:
-            if local:
-                raise
-            raise EnvironmentFailed(f"Spark master {m}: no session ({_why(e)})") from e
+        except Exception as e:  # a cluster that refuses us, or a setting the JVM rejects (local too)
+            defaults = spark_defaults.defaults_file()
+            read = f"; the driver read {defaults}" if defaults is not None and defaults.is_file() else ""
+            raise EnvironmentFailed(f"Spark master {m}: no session ({_why(e)}){read}") from e
         spark.sparkContext.setLogLevel("ERROR")
         jvm = spark.sparkContext._jvm
         jvm.org.apache.spark.util.ShutdownHookManager.registerShutdownDeleteDir(jvm.java.io.File(str(scratch)))
@@ -336,15 +336,23 @@ def _remove_scratch_unless_the_jvm_will(scratch: Path) -> None:
 
 
 def _why(e: BaseException) -> str:
-    """A failed session's reason in one line: the Java exception's first line, not py4j's wrapper
-    (Spark logs the cause, e.g. "All masters are unresponsive", as ERROR lines just before)."""
-    text = str(e)
+    """A failed session's reason in one line: the Java exception's first line, not py4j's wrapper,
+    and its root cause's when it has one (Spark logs the cause, e.g. "All masters are unresponsive",
+    as ERROR lines just before; a listener Spark cannot load is only in the cause)."""
+    def first_line(text: str) -> str:
+        lines = text.strip().splitlines()
+        return lines[0] if lines else type(e).__name__
+
     java = getattr(e, "java_exception", None)
-    if java is not None:
-        with contextlib.suppress(Exception):
-            text = str(java.toString())
-    lines = text.strip().splitlines()
-    return lines[0] if lines else type(e).__name__
+    if java is None:
+        return first_line(str(e))
+    try:
+        why, root = first_line(str(java.toString())), java
+        while root.getCause() is not None and not root.getCause().equals(root):
+            root = root.getCause()
+        return why if root.equals(java) else f"{why}; caused by {first_line(str(root.toString()))}"
+    except Exception:  # the JVM is gone: py4j's own text
+        return first_line(str(e))
 
 
 def _export_pythonpath() -> None:

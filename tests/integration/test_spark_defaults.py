@@ -58,3 +58,21 @@ def test_a_listener_jar_of_spark_defaults_stays_on_the_classpath(tmp_path: Path)
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["jars"] == f"{jar},{udfs.jar_path()}"
     assert got["functions"] is True and got["count"] == 3
+
+
+def test_a_session_the_defaults_break_is_one_line_naming_the_cause_and_the_file(tmp_path: Path) -> None:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.extraListeners zkfencetest.Missing\n", encoding="utf-8")
+    history = tmp_path / "h.log"
+    history.write_text("INFO  jepsen.util - 0\t:invoke\t:write\t1\nINFO  jepsen.util - 0\t:ok\t:write\t1\n")
+    env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
+    env.pop("HARNESS_SPARK_MASTER", None)
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "check", "--no-server", str(history)], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=300)
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert last.startswith("harness: Spark master local[*]: no session (")
+    assert "caused by java.lang.ClassNotFoundException: zkfencetest.Missing" in last
+    assert last.endswith(f"; the driver read {conf / 'spark-defaults.conf'}")
+    assert "Traceback" not in done.stderr
