@@ -37,7 +37,7 @@ from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UsageError
+from harness.errors import EnvironmentFailed, UsageError
 from harness.localstate import STATE_DIR, owner_alive, process_start_time
 from harness.remote import kill_local_pid
 
@@ -63,6 +63,10 @@ class ServerState:
     @property
     def alive(self) -> bool:
         return owner_alive(self.pid, self.start_time)
+
+
+NO_SESSION_EXIT = 2  # the server's exit when Spark gives it no session; its log's last line says why
+NO_SESSION_PREFIX = "no session: "
 
 
 class NotReady(RuntimeError):
@@ -147,6 +151,8 @@ def _start(master: str | None, idle_timeout: float, wait: float, path: Path, bat
         if st is not None and st.pid == proc.pid:
             return st
         if proc.poll() is not None:
+            if proc.returncode == NO_SESSION_EXIT:  # its last line says why, as an in-process check would
+                raise EnvironmentFailed(f"{_tail(log, 1).removeprefix(NO_SESSION_PREFIX)} (check server log: {log})")
             raise NotReady(f"check server exited with code {proc.returncode} before it was ready; "
                            f"its log: {log}: {_tail(log)}")
         time.sleep(0.2)
@@ -185,7 +191,11 @@ def serve(state_path: Path, master: str | None, idle_timeout: float, batch: bool
 
     signal.signal(signal.SIGTERM, _interrupt)  # stopped while warming up: the warm-up's temp dir goes too
     try:
-        spark = get_spark(master, quick=not batch)
+        try:
+            spark = get_spark(master, quick=not batch)
+        except EnvironmentFailed as e:  # no session: one line for the starter to show
+            print(f"{NO_SESSION_PREFIX}{e}", flush=True)
+            return NO_SESSION_EXIT
         print(f"warm-up check {warm_up(spark):.1f}s", flush=True)
         if batch:
             print(f"warm-up analysis {job.warm_up(spark):.1f}s", flush=True)

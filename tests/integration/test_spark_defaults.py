@@ -60,7 +60,11 @@ def test_a_listener_jar_of_spark_defaults_stays_on_the_classpath(tmp_path: Path)
     assert got["functions"] is True and got["count"] == 3
 
 
-def test_a_session_the_defaults_break_is_one_line_naming_the_cause_and_the_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", [["check", "--no-server"], ["check-server", "start"]])
+def test_a_session_the_defaults_break_is_one_line_naming_the_cause_and_the_file(command: list[str],
+                                                                               tmp_path: Path) -> None:
+    from checkers import server
+
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "spark-defaults.conf").write_text("spark.extraListeners zkfencetest.Missing\n", encoding="utf-8")
@@ -68,11 +72,13 @@ def test_a_session_the_defaults_break_is_one_line_naming_the_cause_and_the_file(
     history.write_text("INFO  jepsen.util - 0\t:invoke\t:write\t1\nINFO  jepsen.util - 0\t:ok\t:write\t1\n")
     env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
     env.pop("HARNESS_SPARK_MASTER", None)
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "check", "--no-server", str(history)], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=300)
+    server.stop()  # a running server would take the start
+    done = subprocess.run([sys.executable, "-m", "harness.cli", *command, *([str(history)] if command[0] == "check"
+                                                                             else [])],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     last = done.stderr.strip().splitlines()[-1]
     assert done.returncode == 2, done.stderr[-3000:]
     assert last.startswith("harness: Spark master local[*]: no session (")
-    assert "caused by java.lang.ClassNotFoundException: zkfencetest.Missing" in last
-    assert last.endswith(f"; the driver read {conf / 'spark-defaults.conf'}")
+    assert f"caused by java.lang.ClassNotFoundException: zkfencetest.Missing); the driver read {conf}" in last
     assert "Traceback" not in done.stderr
+    assert server.read_state() is None
