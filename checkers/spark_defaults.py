@@ -1,7 +1,8 @@
 """What the driver's ``spark-defaults.conf`` says, read before a session starts.
 
-The session the harness builds sets some keys a cluster's defaults may set too; for ``spark.jars``
-(a list) the harness adds its own jar to the user's instead of replacing them, which needs the
+A setting of the session the harness builds replaces the file's. Where both have a say, the
+harness adds to the user's value instead (its jar to ``spark.jars``, its JVM options after those of
+``spark.driver.extraJavaOptions``) or yields to it (``spark.driver.memory``), which needs the
 user's value first. spark-submit, which pyspark runs to start the driver's JVM, reads
 ``$SPARK_CONF_DIR/spark-defaults.conf``, else ``$SPARK_HOME/conf/spark-defaults.conf``, where
 pyspark sets ``SPARK_HOME`` to its own install when unset (Spark's ``Utils.getDefaultPropertiesFile``
@@ -98,3 +99,9 @@ def user_value(key: str) -> str | None:
     except OSError:
         return None
     return parse(text).get(key) or None
+
+
+def added(key: str, ours: str, sep: str) -> str:
+    """``ours`` after the defaults file's value of ``key`` (a list joined by ``sep``)."""
+    theirs = user_value(key)
+    return f"{theirs}{sep}{ours}" if theirs else ours

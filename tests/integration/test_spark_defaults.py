@@ -1,7 +1,8 @@
-"""The driver's spark-defaults.conf keeps its jars: a session the harness starts adds its functions'
+"""The driver's spark-defaults.conf keeps its say: a session the harness starts adds its functions'
 jar to the file's ``spark.jars`` (before, it replaced them, and a listener the file names failed the
-session with ClassNotFoundException). A real SparkSession in a child process, with a listener jar
-compiled here."""
+session with ClassNotFoundException), its JVM options after the file's, and takes the file's driver
+memory. A session that cannot start is one line naming the cause and the file. Real SparkSessions in
+child processes, with a listener jar compiled here."""
 
 from __future__ import annotations
 
@@ -27,12 +28,15 @@ CHILD = """
 import json
 from checkers import spark as s, udfs
 session = s.get_spark("local[1]")
+jvm = session.sparkContext._jvm
 print(json.dumps({"jars": session.conf.get("spark.jars"), "functions": udfs.registered(session, udfs.EVENT_FIELDS),
-                  "count": session.range(3).count()}), flush=True)
+                  "count": session.range(3).count(), "option": jvm.java.lang.System.getProperty("zkfencetest.option"),
+                  "tmpdir": jvm.java.lang.System.getProperty("java.io.tmpdir"), "scratch": str(s._jvm_scratch()),
+                  "heap_mb": jvm.java.lang.Runtime.getRuntime().maxMemory() // 2**20}), flush=True)
 """
 
 
-def test_a_listener_jar_of_spark_defaults_stays_on_the_classpath(tmp_path: Path) -> None:
+def test_the_jars_and_jvm_options_of_spark_defaults_stay(tmp_path: Path) -> None:
     import pyspark
 
     javac = udfs.javac()
@@ -47,8 +51,9 @@ def test_a_listener_jar_of_spark_defaults_stays_on_the_classpath(tmp_path: Path)
     subprocess.run([str(javac.with_name("jar")), "cf", str(jar), "-C", str(classes), "."], check=True, timeout=60)
     conf = tmp_path / "conf"
     conf.mkdir()
-    (conf / "spark-defaults.conf").write_text(f"spark.jars {jar}\nspark.extraListeners = zkfencetest.Hello\n",
-                                              encoding="utf-8")
+    (conf / "spark-defaults.conf").write_text(
+        f"spark.jars {jar}\nspark.extraListeners = zkfencetest.Hello\nspark.driver.memory 700m\n"
+        "spark.driver.extraJavaOptions -Dzkfencetest.option=kept -Djava.io.tmpdir=/nonexistent\n", encoding="utf-8")
     env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
     env.pop("HARNESS_SPARK_MASTER", None)
     done = subprocess.run([sys.executable, "-c", CHILD], cwd=REPO, env=env, capture_output=True, text=True,
@@ -58,6 +63,9 @@ def test_a_listener_jar_of_spark_defaults_stays_on_the_classpath(tmp_path: Path)
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["jars"] == f"{jar},{udfs.jar_path()}"
     assert got["functions"] is True and got["count"] == 3
+    # the file's JVM options and driver memory hold too, save where the harness's own option comes after
+    assert got["option"] == "kept" and got["tmpdir"] == got["scratch"]
+    assert 400 < got["heap_mb"] <= 700
 
 
 @pytest.mark.parametrize("command", [["check", "--no-server"], ["check-server", "start"]])

@@ -57,3 +57,11 @@ def test_a_value_comes_from_the_file_when_there_is_one(tmp_path: Path, monkeypat
     (tmp_path / "spark-defaults.conf").write_text("spark.jars  /opt/a.jar\nspark.other =\n", encoding="utf-8")
     assert spark_defaults.user_value("spark.jars") == "/opt/a.jar"
     assert spark_defaults.user_value("spark.other") is None
+
+
+def test_the_harness_adds_its_value_after_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/ours.jar"
+    (tmp_path / "spark-defaults.conf").write_text("spark.jars /a.jar,/b.jar\nspark.driver.extraJavaOptions -Dx=1\n")
+    assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/a.jar,/b.jar,/ours.jar"
+    assert spark_defaults.added("spark.driver.extraJavaOptions", "-Dy=2", " ") == "-Dx=1 -Dy=2"
