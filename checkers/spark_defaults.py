@@ -6,14 +6,15 @@ harness adds to the user's value instead (its jar to ``spark.jars``, its JVM opt
 user's value first. spark-submit, which pyspark runs to start the driver's JVM, reads
 ``$SPARK_CONF_DIR/spark-defaults.conf``, else ``$SPARK_HOME/conf/spark-defaults.conf``, where
 pyspark sets ``SPARK_HOME`` to its own install when unset (Spark's ``Utils.getDefaultPropertiesFile``
-and pyspark's ``find_spark_home``); a ``--properties-file`` in ``$PYSPARK_SUBMIT_ARGS`` is not
-followed. The file is a Java properties file (``java.util.Properties.load``), read as UTF-8 and its
+and pyspark's ``find_spark_home``), or only the ``--properties-file`` that ``$PYSPARK_SUBMIT_ARGS``
+names (Spark 4's ``--load-spark-defaults``, which reads both, is not followed). The file is a Java properties file (``java.util.Properties.load``), read as UTF-8 and its
 values trimmed, as Spark's ``Utils.getPropertiesFromFile`` reads it.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
@@ -22,6 +23,12 @@ _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 def defaults_file() -> Path | None:
     """The ``spark-defaults.conf`` spark-submit would read for a driver started now (None: no Spark
     home can be found)."""
+    args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    for i, arg in enumerate(args):
+        if arg.startswith("--properties-file="):
+            return Path(arg.split("=", 1)[1])
+        if arg == "--properties-file" and i + 1 < len(args):
+            return Path(args[i + 1])
     conf_dir = os.environ.get("SPARK_CONF_DIR")
     if conf_dir:
         return Path(conf_dir) / "spark-defaults.conf"

@@ -39,9 +39,14 @@ def test_a_continuation_into_a_blank_line_or_the_end_ends_the_value() -> None:
     assert parse("a = x\\\n\nb = y\\") == {"a": "x", "b": "y"}
 
 
-def test_the_file_is_in_spark_conf_dir_else_spark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_file_is_the_properties_file_else_in_spark_conf_dir_else_spark_home(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
     monkeypatch.setenv("SPARK_HOME", str(tmp_path / "home"))
+    for args in (f"--properties-file {tmp_path}/p.conf pyspark-shell", f"--properties-file={tmp_path}/p.conf"):
+        monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", args)
+        assert spark_defaults.defaults_file() == tmp_path / "p.conf"
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-memory 2g pyspark-shell")
     assert spark_defaults.defaults_file() == tmp_path / "conf" / "spark-defaults.conf"
     monkeypatch.delenv("SPARK_CONF_DIR")
     assert spark_defaults.defaults_file() == tmp_path / "home" / "conf" / "spark-defaults.conf"
