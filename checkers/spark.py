@@ -208,15 +208,15 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
             # runs' histories spent 3.9-7.5 s there, and 0.4 s listing them in the driver.
             .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
             # The driver runs here whatever the master: it maps the class-data-sharing archive.
-            # after the defaults file's options (which a session's setting would replace): the last
-            # of a repeated option wins, so these hold where they meet
+            # after the user's options (which a session's setting would replace): the last of a
+            # repeated option wins, so these hold where they meet
             .config("spark.driver.extraJavaOptions", spark_defaults.added(
                 "spark.driver.extraJavaOptions", f'{_log_opts()} {cds.jvm_options()} "-Djava.io.tmpdir={scratch}"'
                 + (f" {QUICK_JVM if quick else BATCH_JVM}" if local else ""), " "))
         )
         jar = udfs.jar()
         if jar is not None:  # the driver's classes, and fetched by a cluster's executors
-            # added to the defaults file's jars (a listener or a plugin it names keeps its jar)
+            # added to the user's jars (a listener or a plugin they name keeps its jar)
             builder = builder.config("spark.jars", spark_defaults.added("spark.jars", str(jar), ","))
         if local:  # a cluster's executors keep their blocks where their worker says
             builder = (

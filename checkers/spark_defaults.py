@@ -1,14 +1,19 @@
-"""What the driver's ``spark-defaults.conf`` says, read before a session starts.
+"""The user's own settings for the driver, read before a session starts: ``spark-defaults.conf``
+and ``$PYSPARK_SUBMIT_ARGS``.
 
-A setting of the session the harness builds replaces the file's. Where both have a say, the
+A setting of the session the harness builds replaces the user's. Where both have a say, the
 harness adds to the user's value instead (its jar to ``spark.jars``, its JVM options after those of
 ``spark.driver.extraJavaOptions``) or yields to it (``spark.driver.memory``), which needs the
-user's value first. spark-submit, which pyspark runs to start the driver's JVM, reads
+user's value first. spark-submit, which pyspark runs with ``$PYSPARK_SUBMIT_ARGS`` to start the
+driver's JVM, reads the ``--properties-file`` those arguments name, else
 ``$SPARK_CONF_DIR/spark-defaults.conf``, else ``$SPARK_HOME/conf/spark-defaults.conf``, where
-pyspark sets ``SPARK_HOME`` to its own install when unset (Spark's ``Utils.getDefaultPropertiesFile``
-and pyspark's ``find_spark_home``), or only the ``--properties-file`` that ``$PYSPARK_SUBMIT_ARGS``
-names (Spark 4's ``--load-spark-defaults``, which reads both, is not followed). The file is a Java properties file (``java.util.Properties.load``), read as UTF-8 and its
-values trimmed, as Spark's ``Utils.getPropertiesFromFile`` reads it.
+pyspark sets ``SPARK_HOME`` to its own install when unset (Spark's ``SparkSubmitArguments``,
+``Utils.getDefaultPropertiesFile`` and pyspark's ``find_spark_home``; Spark 4's
+``--load-spark-defaults``, which reads both, is not followed). The file is a Java properties file
+(``java.util.Properties.load``), read as UTF-8 and its values trimmed, as Spark's
+``Utils.getPropertiesFromFile`` reads it. The arguments' own ``--jars``, ``--driver-java-options`` (or
+``--conf key=``) win over both the file and the session's setting when the driver starts, so the
+harness adds to those in place.
 """
 
 from __future__ import annotations
@@ -23,12 +28,10 @@ _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 def defaults_file() -> Path | None:
     """The ``spark-defaults.conf`` spark-submit would read for a driver started now (None: no Spark
     home can be found)."""
-    args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
-    for i, arg in enumerate(args):
-        if arg.startswith("--properties-file="):
-            return Path(arg.split("=", 1)[1])
-        if arg == "--properties-file" and i + 1 < len(args):
-            return Path(args[i + 1])
+    args = submit_args()
+    named = [args[i + 1] for i in range(len(args) - 1) if args[i] == "--properties-file"]
+    if named:
+        return Path(named[-1])
     conf_dir = os.environ.get("SPARK_CONF_DIR")
     if conf_dir:
         return Path(conf_dir) / "spark-defaults.conf"
@@ -41,6 +44,15 @@ def defaults_file() -> Path | None:
         except SystemExit:  # pyspark exits when it finds no Spark home
             return None
     return Path(home) / "conf" / "spark-defaults.conf"
+
+
+def submit_args() -> list[str]:
+    """``$PYSPARK_SUBMIT_ARGS`` as spark-submit parses it, each ``--option=value`` as two words."""
+    out: list[str] = []
+    for word in shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", "")):
+        option, eq, value = word.partition("=")
+        out += [option, value] if word.startswith("--") and eq else [word]
+    return out
 
 
 def _logical_lines(text: str) -> list[str]:
@@ -108,7 +120,30 @@ def user_value(key: str) -> str | None:
     return parse(text).get(key) or None
 
 
+# what spark-submit takes over a --conf of the key, for the keys the harness adds to
+SUBMIT_OPTIONS = {"spark.jars": "--jars", "spark.driver.extraJavaOptions": "--driver-java-options"}
+
+
 def added(key: str, ours: str, sep: str) -> str:
-    """``ours`` after the defaults file's value of ``key`` (a list joined by ``sep``)."""
-    theirs = user_value(key)
-    return f"{theirs}{sep}{ours}" if theirs else ours
+    """The session's ``key``: the user's value, then ``ours`` (a list joined by ``sep``). Where
+    ``$PYSPARK_SUBMIT_ARGS`` sets the key itself (its option in ``SUBMIT_OPTIONS``, else its last
+    ``--conf key=``), spark-submit starts the driver with that whatever the session says, so
+    ``ours`` is added there as well (in this process's environment, which pyspark reads when it
+    starts the JVM)."""
+    args = submit_args()
+    option, prefix = SUBMIT_OPTIONS.get(key), ""
+    at = [i + 1 for i in range(len(args) - 1) if args[i] == option]
+    if not at:
+        prefix = f"{key}="
+        at = [i + 1 for i in range(len(args) - 1) if args[i] == "--conf" and args[i + 1].startswith(prefix)]
+    if not at:
+        theirs = user_value(key)
+        return f"{theirs}{sep}{ours}" if theirs else ours
+    i = at[-1]
+    theirs = args[i].removeprefix(prefix)
+    if theirs == ours or theirs.endswith(sep + ours):  # a second session in this process: there already
+        return theirs
+    merged = f"{theirs}{sep}{ours}" if theirs else ours
+    args[i] = prefix + merged
+    os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join(args)
+    return merged

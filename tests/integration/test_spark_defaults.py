@@ -1,6 +1,7 @@
-"""The driver's spark-defaults.conf keeps its say: a session the harness starts adds its functions'
-jar to the file's ``spark.jars`` (before, it replaced them, and a listener the file names failed the
-session with ClassNotFoundException), its JVM options after the file's, and takes the file's driver
+"""The user's driver settings (spark-defaults.conf, $PYSPARK_SUBMIT_ARGS) keep their say: a session
+the harness starts adds its functions' jar to the user's jars (before, it replaced the file's, and a
+listener the file names failed the session with ClassNotFoundException; ``--jars`` left the
+functions off the driver's classpath), its JVM options after the user's, and takes the user's driver
 memory. A session that cannot start is one line naming the cause and the file. Real SparkSessions in
 child processes, with a listener jar compiled here."""
 
@@ -36,7 +37,8 @@ print(json.dumps({"jars": session.conf.get("spark.jars"), "functions": udfs.regi
 """
 
 
-def test_the_jars_and_jvm_options_of_spark_defaults_stay(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["spark-defaults.conf", "PYSPARK_SUBMIT_ARGS"])
+def test_the_users_jars_and_jvm_options_stay(where: str, tmp_path: Path) -> None:
     import pyspark
 
     javac = udfs.javac()
@@ -51,11 +53,16 @@ def test_the_jars_and_jvm_options_of_spark_defaults_stay(tmp_path: Path) -> None
     subprocess.run([str(javac.with_name("jar")), "cf", str(jar), "-C", str(classes), "."], check=True, timeout=60)
     conf = tmp_path / "conf"
     conf.mkdir()
-    (conf / "spark-defaults.conf").write_text(
-        f"spark.jars {jar}\nspark.extraListeners = zkfencetest.Hello\nspark.driver.memory 700m\n"
-        "spark.driver.extraJavaOptions -Dzkfencetest.option=kept -Djava.io.tmpdir=/nonexistent\n", encoding="utf-8")
+    options = "-Dzkfencetest.option=kept -Djava.io.tmpdir=/nonexistent"
     env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
     env.pop("HARNESS_SPARK_MASTER", None)
+    if where == "spark-defaults.conf":
+        (conf / "spark-defaults.conf").write_text(
+            f"spark.jars {jar}\nspark.extraListeners = zkfencetest.Hello\nspark.driver.memory 700m\n"
+            f"spark.driver.extraJavaOptions {options}\n", encoding="utf-8")
+    else:  # spark-submit takes these over the session's settings: the harness adds to them in place
+        env["PYSPARK_SUBMIT_ARGS"] = (f"--jars={jar} --conf spark.extraListeners=zkfencetest.Hello --driver-memory 700m "
+                                      f"--driver-java-options '{options}' pyspark-shell")
     done = subprocess.run([sys.executable, "-c", CHILD], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -63,7 +70,7 @@ def test_the_jars_and_jvm_options_of_spark_defaults_stay(tmp_path: Path) -> None
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["jars"] == f"{jar},{udfs.jar_path()}"
     assert got["functions"] is True and got["count"] == 3
-    # the file's JVM options and driver memory hold too, save where the harness's own option comes after
+    # the user's JVM options and driver memory hold too, save where the harness's own option comes after
     assert got["option"] == "kept" and got["tmpdir"] == got["scratch"]
     assert 400 < got["heap_mb"] <= 700
 

@@ -70,3 +70,21 @@ def test_the_harness_adds_its_value_after_the_files(tmp_path: Path, monkeypatch:
     (tmp_path / "spark-defaults.conf").write_text("spark.jars /a.jar,/b.jar\nspark.driver.extraJavaOptions -Dx=1\n")
     assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/a.jar,/b.jar,/ours.jar"
     assert spark_defaults.added("spark.driver.extraJavaOptions", "-Dy=2", " ") == "-Dx=1 -Dy=2"
+
+
+def test_where_the_submit_arguments_set_a_key_the_harness_adds_to_them_in_place(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    (tmp_path / "spark-defaults.conf").write_text("spark.jars /file.jar\n")  # the arguments' jars win over it
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--jars=/a.jar --driver-java-options '-Dx=1 -Dy=2' pyspark-shell")
+    assert spark_defaults.submit_args() == ["--jars", "/a.jar", "--driver-java-options", "-Dx=1 -Dy=2", "pyspark-shell"]
+    assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/a.jar,/ours.jar"
+    assert spark_defaults.added("spark.driver.extraJavaOptions", "-Dz=3", " ") == "-Dx=1 -Dy=2 -Dz=3"
+    assert spark_defaults.submit_args() == ["--jars", "/a.jar,/ours.jar", "--driver-java-options", "-Dx=1 -Dy=2 -Dz=3",
+                                            "pyspark-shell"]
+    # a second session in the process adds nothing twice
+    assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/a.jar,/ours.jar"
+    assert spark_defaults.submit_args()[1] == "/a.jar,/ours.jar"
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.jars=/b.jar --conf spark.jars=/c.jar pyspark-shell")
+    assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/c.jar,/ours.jar"
+    assert spark_defaults.submit_args()[:4] == ["--conf", "spark.jars=/b.jar", "--conf", "spark.jars=/c.jar,/ours.jar"]
