@@ -46,12 +46,18 @@ def defaults_file() -> Path | None:
     return Path(home) / "conf" / "spark-defaults.conf"
 
 
+# the spark-submit options this module reads: only these are split at "=" (a value such as
+# --driver-java-options '--add-opens=...' must stay one word)
+_READ_OPTIONS = ("--conf", "--properties-file", "--jars", "--driver-java-options")
+
+
 def submit_args() -> list[str]:
-    """``$PYSPARK_SUBMIT_ARGS`` as spark-submit parses it, each ``--option=value`` as two words."""
+    """``$PYSPARK_SUBMIT_ARGS`` as spark-submit parses it, each ``--option=value`` of the options
+    read here as two words."""
     out: list[str] = []
     for word in shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", "")):
         option, eq, value = word.partition("=")
-        out += [option, value] if word.startswith("--") and eq else [word]
+        out += [option, value] if eq and option in _READ_OPTIONS else [word]
     return out
 
 

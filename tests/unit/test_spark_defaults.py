@@ -85,6 +85,9 @@ def test_where_the_submit_arguments_set_a_key_the_harness_adds_to_them_in_place(
     # a second session in the process adds nothing twice
     assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/a.jar,/ours.jar"
     assert spark_defaults.submit_args()[1] == "/a.jar,/ours.jar"
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-java-options=--add-opens=java.base/java.nio=ALL-UNNAMED")
+    assert spark_defaults.added("spark.driver.extraJavaOptions", "-Dz=3", " ") \
+        == "--add-opens=java.base/java.nio=ALL-UNNAMED -Dz=3"
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.jars=/b.jar --conf spark.jars=/c.jar pyspark-shell")
     assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/c.jar,/ours.jar"
     assert spark_defaults.submit_args()[:4] == ["--conf", "spark.jars=/b.jar", "--conf", "spark.jars=/c.jar,/ours.jar"]
