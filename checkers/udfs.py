@@ -35,6 +35,7 @@ OF_VALUE = ("stage", "phase", "instant", "reason", "noop", "ended")
 _FUNCTIONS = {EVENT_FIELDS: ("zkfence.EventFields",
                              "struct<" + ",".join(f"{n}:string" for n in (*ENVELOPE, *OF_VALUE)) + ">")}
 _PREFIX = "zkfence-udfs-"
+JAVAC_PREFIX = "zkfence-javac-"  # a build's classes, named after the building process (harness teardown)
 _warned = threading.Event()
 
 
@@ -71,7 +72,9 @@ def build(timeout_s: float = 300.0) -> Path:
         raise RuntimeError("no javac ($JAVA_HOME/bin/javac or javac on PATH)")
     target.parent.mkdir(parents=True, exist_ok=True)
     classpath = str(Path(pyspark.__file__).parent / "jars" / "*")
-    with tempfile.TemporaryDirectory(prefix="zkfence-javac-") as classes:
+    from harness.localstate import owner_prefix
+
+    with tempfile.TemporaryDirectory(prefix=owner_prefix(JAVAC_PREFIX)) as classes:
         p = subprocess.run([str(compiler), "--release", "17", "-nowarn", "-cp", classpath, "-d", classes,
                             *map(str, sources())], capture_output=True, text=True, timeout=timeout_s)
         if p.returncode != 0:

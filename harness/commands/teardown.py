@@ -25,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from checkers import server
     from checkers.spark import SCRATCH_PREFIX
+    from checkers.udfs import JAVAC_PREFIX
     from harness.analysis.job import WARM_UP_PREFIX
+    from harness.commands.doctor import DOCTOR_PREFIX
 
     stopped = server.stop()
     if stopped is not None:
@@ -33,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
     orphans = []
     for prefix, what in ((WARM_UP_PREFIX, "the warm-up store"),  # a batch server killed while it warmed up
                          (SCRATCH_PREFIX, "the Spark driver's temporary files"),  # a JVM killed outright
-                         (BENCH_PREFIX, "a bench's scratch dir")):  # a bench killed outright
+                         (BENCH_PREFIX, "a bench's scratch dir"),  # a bench killed outright
+                         (JAVAC_PREFIX, "a build of the JVM functions' classes"),  # killed mid-build
+                         (DOCTOR_PREFIX, "harness doctor's scratch dir")):
         for d in orphaned(Path(tempfile.gettempdir()), prefix):
             started = processes_mentioning(str(d))  # what runs in it still (a bench's ZooKeeper and proxy)
             for pid, _ in started:

@@ -99,3 +99,29 @@ def test_a_session_that_never_started_leaves_no_directory() -> None:
     info = json.loads(out.stdout)  # the JVM could not start: no shutdown hook of its will remove the directory
     assert info["error"] and Path(info["scratch"]).parent == TMP
     assert not Path(info["scratch"]).exists()
+
+
+def test_teardown_removes_the_build_dir_of_a_process_killed_while_javac_ran(tmp_path: Path) -> None:
+    from checkers.udfs import JAVAC_PREFIX
+    from harness.localstate import processes_mentioning
+
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO), "HARNESS_JAR_DIR": str(tmp_path / "jars")}
+    proc = subprocess.Popen([sys.executable, "-c", "from checkers import udfs; udfs.build()"], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        classes = wait_for(lambda: next((d for d in tmp_path.glob(f"{JAVAC_PREFIX}{proc.pid}-*")
+                                         if processes_mentioning(str(d))), None), timeout=60, what="javac running")
+        proc.kill()  # javac, its child, goes on into the directory no one will remove
+        proc.wait(timeout=30)
+        td = subprocess.run([sys.executable, "-m", "harness.cli", "teardown"], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=120)
+        assert td.returncode == 0, td.stderr
+        assert f"removed {classes}, a build of the JVM functions' classes of a process that is gone" in td.stdout
+        wait_for(lambda: not processes_mentioning(str(classes)), timeout=10, what="javac reaped")
+        assert not classes.exists()
+        assert not (tmp_path / "jars").exists() or not any((tmp_path / "jars").glob("*.jar"))
+    finally:
+        proc.kill()
+        for d in tmp_path.glob(f"{JAVAC_PREFIX}*"):
+            for pid, _ in processes_mentioning(str(d)):
+                os.kill(pid, signal.SIGKILL)
