@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from checkers.udfs import JAVAC_PREFIX
     from harness.analysis.job import WARM_UP_PREFIX
     from harness.commands.doctor import DOCTOR_PREFIX
+    from harness.components.kafka import LOG_COPY_PREFIX
 
     stopped = server.stop()
     if stopped is not None:
@@ -37,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
                          (SCRATCH_PREFIX, "the Spark driver's temporary files"),  # a JVM killed outright
                          (BENCH_PREFIX, "a bench's scratch dir"),  # a bench killed outright
                          (JAVAC_PREFIX, "a build of the JVM functions' classes"),  # killed mid-build
-                         (DOCTOR_PREFIX, "harness doctor's scratch dir")):
+                         (DOCTOR_PREFIX, "harness doctor's scratch dir"),
+                         (LOG_COPY_PREFIX, "a Kafka broker's logs copied to be parsed")):
         for d in orphaned(Path(tempfile.gettempdir()), prefix):
             started = processes_mentioning(str(d))  # what runs in it still (a bench's ZooKeeper and proxy)
             for pid, _ in started:

@@ -125,3 +125,25 @@ def test_teardown_removes_the_build_dir_of_a_process_killed_while_javac_ran(tmp_
         for d in tmp_path.glob(f"{JAVAC_PREFIX}*"):
             for pid, _ in processes_mentioning(str(d)):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_teardown_removes_every_kind_of_scratch_dir_a_dead_process_left(tmp_path: Path) -> None:
+    from checkers.spark import SCRATCH_PREFIX
+    from checkers.udfs import JAVAC_PREFIX
+    from harness.analysis.job import WARM_UP_PREFIX
+    from harness.commands.doctor import DOCTOR_PREFIX
+    from harness.components.kafka import LOG_COPY_PREFIX
+    from harness.localstate import BENCH_PREFIX, owner_prefix
+
+    dead = {p: tmp_path / f"{p}999999999-1-x" for p in (SCRATCH_PREFIX, JAVAC_PREFIX, WARM_UP_PREFIX, DOCTOR_PREFIX,
+                                                          LOG_COPY_PREFIX, BENCH_PREFIX)}
+    live = tmp_path / f"{owner_prefix(DOCTOR_PREFIX)}x"  # this process's: left alone
+    for d in [*dead.values(), live]:
+        (d / "sub").mkdir(parents=True)
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO)}
+    td = subprocess.run([sys.executable, "-m", "harness.cli", "teardown"], cwd=REPO, env=env, capture_output=True,
+                        text=True, timeout=120)
+    assert td.returncode == 0, td.stderr
+    for d in dead.values():
+        assert f"removed {d}, " in td.stdout and not d.exists()
+    assert live.exists()
