@@ -208,8 +208,8 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
             # runs' histories spent 3.9-7.5 s there, and 0.4 s listing them in the driver.
             .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
             # The driver runs here whatever the master: it maps the class-data-sharing archive.
-            # after the user's options (which a session's setting would replace): the last of a
-            # repeated option wins, so these hold where they meet
+            # These come after the user's options, which a setting of the session's would replace:
+            # the last of a repeated option wins, so these hold where the two meet.
             .config("spark.driver.extraJavaOptions", spark_defaults.added(
                 "spark.driver.extraJavaOptions", f'{_log_opts()} {cds.jvm_options()} "-Djava.io.tmpdir={scratch}"'
                 + (f" {QUICK_JVM if quick else BATCH_JVM}" if local else ""), " "))
