@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import zipfile
 from pathlib import Path
@@ -35,7 +34,6 @@ OF_VALUE = ("stage", "phase", "instant", "reason", "noop", "ended")
 _FUNCTIONS = {EVENT_FIELDS: ("zkfence.EventFields",
                              "struct<" + ",".join(f"{n}:string" for n in (*ENVELOPE, *OF_VALUE)) + ">")}
 _PREFIX = "zkfence-udfs-"
-JAVAC_PREFIX = "zkfence-javac-"  # a build's classes, named after the building process (harness teardown)
 _warned = threading.Event()
 
 
@@ -72,9 +70,9 @@ def build(timeout_s: float = 300.0) -> Path:
         raise RuntimeError("no javac ($JAVA_HOME/bin/javac or javac on PATH)")
     target.parent.mkdir(parents=True, exist_ok=True)
     classpath = str(Path(pyspark.__file__).parent / "jars" / "*")
-    from harness.localstate import owner_prefix
+    from harness.localstate import JAVAC_PREFIX, owned_tempdir
 
-    with tempfile.TemporaryDirectory(prefix=owner_prefix(JAVAC_PREFIX)) as classes:
+    with owned_tempdir(JAVAC_PREFIX) as classes:
         p = subprocess.run([str(compiler), "--release", "17", "-nowarn", "-cp", classpath, "-d", classes,
                             *map(str, sources())], capture_output=True, text=True, timeout=timeout_s)
         if p.returncode != 0:

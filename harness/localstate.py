@@ -13,6 +13,11 @@ STATE_DIR = Path(__file__).resolve().parent.parent / ".local" / "state"
 # A bench's scratch directory (its ZooKeeper's data, its generated store): named after the bench's
 # process, so that `harness teardown` finds it, and what runs in it, once that process was killed.
 BENCH_PREFIX = "zkfence-bench-scratch-"
+# Short-lived scratch directories named the same way (``owned_tempdir``): a build of the JVM
+# functions' classes (a javac may still run in it), harness doctor's, a Kafka broker's log copies.
+JAVAC_PREFIX = "zkfence-javac-"
+DOCTOR_PREFIX = "zkfence-doctor-"
+KAFKA_LOGS_PREFIX = "zkfence-kafka-logs-"
 
 
 def process_start_time(pid: int) -> int | None:
@@ -46,6 +51,12 @@ def orphaned(tmp: Path, prefix: str) -> list[Path]:
         if d.is_dir() and not alive:
             out.append(d)
     return out
+
+
+def owned_tempdir(prefix: str) -> tempfile.TemporaryDirectory[str]:
+    """A temporary directory named after this process (``owner_prefix``), removed when the block
+    ends, and by `harness teardown` once this process was killed outright."""
+    return tempfile.TemporaryDirectory(prefix=owner_prefix(prefix))
 
 
 def bench_scratch() -> Path:

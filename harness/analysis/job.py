@@ -9,14 +9,13 @@ ingest's and the tables' code paths before real runs arrive.
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.localstate import owner_prefix
+from harness.localstate import owned_tempdir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -111,7 +110,7 @@ def warm_up(spark: SparkSession, runs: int = WARM_UP_RUNS, lines: int = WARM_UP_
     t0 = time.perf_counter()
     history = [ln for ln in WARM_UP_HISTORY.read_text(encoding="utf-8").splitlines() if ln.strip()]
     text = "\n".join(history * -(-lines // len(history))) + "\n"
-    with tempfile.TemporaryDirectory(prefix=owner_prefix(WARM_UP_PREFIX)) as tmp:
+    with owned_tempdir(WARM_UP_PREFIX) as tmp:
         store = Path(tmp) / "store"
         for i in range(runs):
             run_dir = store / "warm-up" / f"20260101T000000.{i:03d}"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,11 +21,9 @@ from harness.cluster import free_ports_on
 from harness.doctor import Check, judge, parse_probe, probe_command
 from harness.errors import UsageError
 from harness.inventory import Inventory, NodeSpec, load_inventory
-from harness.localstate import owner_prefix
+from harness.localstate import DOCTOR_PREFIX, owned_tempdir
 from harness.provision import pydeps_dir
 from harness.remote import RemoteError, SSHRemote, on_nodes
-
-DOCTOR_PREFIX = "zkfence-doctor-"  # its scratch dir, named after this process (harness teardown)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout: must be > 0 seconds, got {args.timeout}")
     inv = load_inventory(args.inventory)
     print(f"doctor: {inv.path} ({len(inv.nodes)} nodes, ssh {inv.ssh.mode})")
-    with tempfile.TemporaryDirectory(prefix=owner_prefix(DOCTOR_PREFIX)) as tmp, _control_listener(inv) as control:
+    with owned_tempdir(DOCTOR_PREFIX) as tmp, _control_listener(inv) as control:
         sshd = _embedded_sshd(inv, Path(tmp)) if inv.embedded else None
         try:
             per_node = on_nodes(inv.nodes, lambda n: _check_node(inv, n, sshd, control, args))

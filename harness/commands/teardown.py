@@ -10,7 +10,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.localstate import BENCH_PREFIX, STATE_DIR, orphaned, owner_alive, processes_mentioning
+from harness.localstate import (
+    BENCH_PREFIX,
+    DOCTOR_PREFIX,
+    JAVAC_PREFIX,
+    KAFKA_LOGS_PREFIX,
+    STATE_DIR,
+    orphaned,
+    owner_alive,
+    processes_mentioning,
+)
 from harness.remote import RemoteError, kill_local_pid
 from harness.salvage import salvage
 
@@ -25,10 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from checkers import server
     from checkers.spark import SCRATCH_PREFIX
-    from checkers.udfs import JAVAC_PREFIX
     from harness.analysis.job import WARM_UP_PREFIX
-    from harness.commands.doctor import DOCTOR_PREFIX
-    from harness.components.kafka import LOG_COPY_PREFIX
 
     stopped = server.stop()
     if stopped is not None:
@@ -39,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
                          (BENCH_PREFIX, "a bench's scratch dir"),  # a bench killed outright
                          (JAVAC_PREFIX, "a build of the JVM functions' classes"),  # killed mid-build
                          (DOCTOR_PREFIX, "harness doctor's scratch dir"),
-                         (LOG_COPY_PREFIX, "a Kafka broker's logs copied to be parsed")):
+                         (KAFKA_LOGS_PREFIX, "a Kafka broker's logs copied to be parsed")):
         for d in orphaned(Path(tempfile.gettempdir()), prefix):
             started = processes_mentioning(str(d))  # what runs in it still (a bench's ZooKeeper and proxy)
             for pid, _ in started:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harness.components.process import RemoteProcess
 from harness.errors import EXIT_BAD_INPUT, UsageError
-from harness.localstate import owner_prefix
+from harness.localstate import KAFKA_LOGS_PREFIX, owned_tempdir
 from harness.remote import Remote, RemoteError
 from harness.wait import wait_until
 from history import Event
@@ -34,7 +34,6 @@ from history import Event
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_CACHE = REPO_ROOT / ".local" / "kafka"
 MAIN_CLASS = "kafka.Kafka"
-LOG_COPY_PREFIX = "zkfence-kafka-logs-"  # a broker's logs downloaded to be parsed (harness teardown)
 # the logging binding of Kafka's binary distribution (libs/slf4j-reload4j, libs/reload4j); the
 # slf4j 1.7 binding works with every slf4j-api 1.7.x that Kafka 2.x-3.9 brings
 LOGGING_DEPS = (("org.slf4j", "slf4j-reload4j", "1.7.36"), ("ch.qos.reload4j", "reload4j", "1.2.25"))
@@ -267,7 +266,7 @@ class KafkaBroker(RemoteProcess):
         """The events the broker's log says, as ``dest/kafka-N.jsonl`` (source ``agent:N``)."""
         from harness.kafkalog import write_events
 
-        with tempfile.TemporaryDirectory(prefix=owner_prefix(LOG_COPY_PREFIX)) as tmp:
+        with owned_tempdir(KAFKA_LOGS_PREFIX) as tmp:
             events = self.parsed_events(Path(tmp))
         return None if events is None else write_events(events, dest / f"kafka-{self.broker_id}.jsonl")
 

@@ -102,8 +102,7 @@ def test_a_session_that_never_started_leaves_no_directory() -> None:
 
 
 def test_teardown_removes_the_build_dir_of_a_process_killed_while_javac_ran(tmp_path: Path) -> None:
-    from checkers.udfs import JAVAC_PREFIX
-    from harness.localstate import processes_mentioning
+    from harness.localstate import JAVAC_PREFIX, processes_mentioning
 
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO), "HARNESS_JAR_DIR": str(tmp_path / "jars")}
     proc = subprocess.Popen([sys.executable, "-c", "from checkers import udfs; udfs.build()"], cwd=REPO, env=env,
@@ -129,14 +128,11 @@ def test_teardown_removes_the_build_dir_of_a_process_killed_while_javac_ran(tmp_
 
 def test_teardown_removes_every_kind_of_scratch_dir_a_dead_process_left(tmp_path: Path) -> None:
     from checkers.spark import SCRATCH_PREFIX
-    from checkers.udfs import JAVAC_PREFIX
     from harness.analysis.job import WARM_UP_PREFIX
-    from harness.commands.doctor import DOCTOR_PREFIX
-    from harness.components.kafka import LOG_COPY_PREFIX
-    from harness.localstate import BENCH_PREFIX, owner_prefix
+    from harness.localstate import BENCH_PREFIX, DOCTOR_PREFIX, JAVAC_PREFIX, KAFKA_LOGS_PREFIX, owner_prefix
 
     dead = {p: tmp_path / f"{p}999999999-1-x" for p in (SCRATCH_PREFIX, JAVAC_PREFIX, WARM_UP_PREFIX, DOCTOR_PREFIX,
-                                                          LOG_COPY_PREFIX, BENCH_PREFIX)}
+                                                          KAFKA_LOGS_PREFIX, BENCH_PREFIX)}
     live = tmp_path / f"{owner_prefix(DOCTOR_PREFIX)}x"  # this process's: left alone
     for d in [*dead.values(), live]:
         (d / "sub").mkdir(parents=True)
