@@ -40,6 +40,7 @@ from harness.components import live
 from harness.effects import Effects
 from harness.errors import EnvironmentFailed, RunInterrupted, exit_code_for
 from harness.inventory import Inventory
+from harness.localstate import ENGINE_PREFIX, owner_prefix
 from harness.outputs import writable_dir
 from harness.phases import Lap, current_phase, play_covers_spark_start, sigterm_as_interrupt
 from harness.progress import LiveLine, OpsRate, progress_line
@@ -126,7 +127,7 @@ class Engine:
         self.cluster: Any = None
         self.cold_s: float | None = None
         self._shape: tuple[Any, ...] | None = None
-        self._scratch = Path(tempfile.mkdtemp(prefix="zkfence-"))
+        self._scratch = Path(tempfile.mkdtemp(prefix=owner_prefix(ENGINE_PREFIX)))
         self._scratch_kept = False  # a cluster that could not be torn down leaves it to `harness teardown`
         self._spark_future: Any = None
         self._zk: Any = None

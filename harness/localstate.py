@@ -13,6 +13,9 @@ STATE_DIR = Path(__file__).resolve().parent.parent / ".local" / "state"
 # A bench's scratch directory (its ZooKeeper's data, its generated store): named after the bench's
 # process, so that `harness teardown` finds it, and what runs in it, once that process was killed.
 BENCH_PREFIX = "zkfence-bench-scratch-"
+# The run engine's scratch directory (each cluster's nodes, pid files and agents' events live under
+# it): `harness teardown` removes one whose process is gone once its run states are salvaged.
+ENGINE_PREFIX = "zkfence-engine-"
 # Short-lived scratch directories named the same way (``owned_tempdir``): a build of the JVM
 # functions' classes (a javac may still run in it), harness doctor's, a Kafka broker's log copies.
 JAVAC_PREFIX = "zkfence-javac-"

@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.localstate import (
     BENCH_PREFIX,
     DOCTOR_PREFIX,
+    ENGINE_PREFIX,
     JAVAC_PREFIX,
     KAFKA_LOGS_PREFIX,
     STATE_DIR,
@@ -39,26 +40,14 @@ def run(args: argparse.Namespace) -> int:
     stopped = server.stop()
     if stopped is not None:
         print(f"teardown: stopped the check server (pid {stopped})")
-    orphans = []
-    for prefix, what in ((WARM_UP_PREFIX, "the warm-up store"),  # a batch server killed while it warmed up
-                         (SCRATCH_PREFIX, "the Spark driver's temporary files"),  # a JVM killed outright
-                         (BENCH_PREFIX, "a bench's scratch dir"),  # a bench killed outright
-                         (JAVAC_PREFIX, "a build of the JVM functions' classes"),  # killed mid-build
-                         (DOCTOR_PREFIX, "harness doctor's scratch dir"),
-                         (KAFKA_LOGS_PREFIX, "a Kafka broker's logs copied to be parsed")):
-        for d in orphaned(Path(tempfile.gettempdir()), prefix):
-            started = processes_mentioning(str(d))  # what runs in it still (a bench's ZooKeeper and proxy)
-            for pid, _ in started:
-                kill_local_pid(pid)
-            shutil.rmtree(d, ignore_errors=True)
-            orphans.append(d)
-            print(f"teardown: removed {d}, {what} of a process that is gone"
-                  + (f"; stopped the {len(started)} process(es) started in it" if started else ""))
+    orphans = _remove_orphans((
+        (WARM_UP_PREFIX, "the warm-up store"),  # a batch server killed while it warmed up
+        (SCRATCH_PREFIX, "the Spark driver's temporary files"),  # a JVM killed outright
+        (BENCH_PREFIX, "a bench's scratch dir"),  # a bench killed outright
+        (JAVAC_PREFIX, "a build of the JVM functions' classes"),  # killed mid-build
+        (DOCTOR_PREFIX, "harness doctor's scratch dir"),
+        (KAFKA_LOGS_PREFIX, "a Kafka broker's logs copied to be parsed")))
     states = sorted(STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []
-    if not states:
-        if stopped is None and not orphans:
-            print("teardown: nothing recorded; nothing to do")
-        return 0
     for path in states:
         try:
             st = json.loads(path.read_text())
@@ -94,7 +83,28 @@ def run(args: argparse.Namespace) -> int:
         if salvaged is not None:
             print(f"teardown: salvaged {salvaged} events of the cut-short run into {st['run_dir']}/history.jsonl "
                   f"(harness check {st['run_dir']})")
+    # After the states: a run's events are salvaged from its engine's dir before the dir goes. What is
+    # left is a run killed before its cluster recorded a state, or after its cluster was torn down.
+    orphans += _remove_orphans(((ENGINE_PREFIX, "a run's scratch dir"),))
+    if stopped is None and not orphans and not states:
+        print("teardown: nothing recorded; nothing to do")
     return 0
+
+
+def _remove_orphans(kinds: tuple[tuple[str, str], ...]) -> list[Path]:
+    """Remove the temporary dirs of each (prefix, what) whose process is gone, stopping what still
+    runs in them first."""
+    removed = []
+    for prefix, what in kinds:
+        for d in orphaned(Path(tempfile.gettempdir()), prefix):
+            started = processes_mentioning(str(d))  # what runs in it still (a bench's ZooKeeper and proxy)
+            for pid, _ in started:
+                kill_local_pid(pid)
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+            print(f"teardown: removed {d}, {what} of a process that is gone"
+                  + (f"; stopped the {len(started)} process(es) started in it" if started else ""))
+    return removed
 
 
 def _copy_local(node: str, src: str, dest: Path) -> bool:

@@ -1,21 +1,25 @@
 """Runs cut short keep their history: SIGTERM mid-fault ends a run with exit 130, its history
 (agents' events included) and a verdict on it; after a SIGKILL of the control node, `harness
-teardown` salvages the events. Real sshd, ZooKeeper, Toxiproxy and Spark."""
+teardown` salvages the events, and removes the run's scratch dir whenever the control node died.
+Real sshd, ZooKeeper, Toxiproxy and Spark."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from harness.localstate import processes_mentioning
+from harness.localstate import ENGINE_PREFIX, STATE_DIR, processes_mentioning
 from history import read_events
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -102,3 +106,44 @@ def test_teardown_salvages_the_history_of_a_killed_control_node(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
         _harness("teardown", timeout=120)
     _assert_partial_history_checked(run_dir, "the control process died; events salvaged by harness teardown")
+    assert not Path(scratch).exists(), "the engine's scratch dir outlived the salvage"
+
+
+def _states_of(pid: int) -> list[str]:
+    texts = []
+    for p in STATE_DIR.glob("*.json"):
+        with contextlib.suppress(OSError):  # removed since the glob
+            texts.append(p.read_text())
+    return [t for t in texts if json.loads(t).get("owner_pid") == pid]
+
+
+def test_teardown_removes_the_scratch_dir_of_a_control_node_killed_while_it_checked(tmp_path):
+    # By then the cluster is torn down and its state gone: only the engine's own dir is left, which
+    # nothing recorded (before, it stayed in the temp dir for good).
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(tmp_path / "store"),
+                             "--time-limit", "10", "--target", "1", "--seed", "3"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=ENV, cwd=REPO, start_new_session=True)
+    mine = f"{ENGINE_PREFIX}{proc.pid}-*"
+    try:
+        seen = []
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("collect "):
+                break
+        else:
+            raise AssertionError("the run never collected its history:\n" + "".join(seen))
+        (scratch,) = Path(tempfile.gettempdir()).glob(mine)
+        wait_for(lambda: not _states_of(proc.pid), timeout=30, what="the cluster torn down while the run checks")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        assert scratch.exists()
+        res = _harness("teardown", timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert f"removed {scratch}, a run's scratch dir of a process that is gone" in res.stdout, res.stdout
+        assert not scratch.exists()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        _harness("teardown", timeout=120)
+    assert list(Path(tempfile.gettempdir()).glob(mine)) == []

@@ -129,10 +129,17 @@ def test_teardown_removes_the_build_dir_of_a_process_killed_while_javac_ran(tmp_
 def test_teardown_removes_every_kind_of_scratch_dir_a_dead_process_left(tmp_path: Path) -> None:
     from checkers.spark import SCRATCH_PREFIX
     from harness.analysis.job import WARM_UP_PREFIX
-    from harness.localstate import BENCH_PREFIX, DOCTOR_PREFIX, JAVAC_PREFIX, KAFKA_LOGS_PREFIX, owner_prefix
+    from harness.localstate import (
+        BENCH_PREFIX,
+        DOCTOR_PREFIX,
+        ENGINE_PREFIX,
+        JAVAC_PREFIX,
+        KAFKA_LOGS_PREFIX,
+        owner_prefix,
+    )
 
     dead = {p: tmp_path / f"{p}999999999-1-x" for p in (SCRATCH_PREFIX, JAVAC_PREFIX, WARM_UP_PREFIX, DOCTOR_PREFIX,
-                                                          KAFKA_LOGS_PREFIX, BENCH_PREFIX)}
+                                                          KAFKA_LOGS_PREFIX, BENCH_PREFIX, ENGINE_PREFIX)}
     live = tmp_path / f"{owner_prefix(DOCTOR_PREFIX)}x"  # this process's: left alone
     for d in [*dead.values(), live]:
         (d / "sub").mkdir(parents=True)
