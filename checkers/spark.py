@@ -242,10 +242,25 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
         _jvm_deletes_scratch = True
         if jar is not None:
             udfs.register(spark)
+        if not local:
+            for resolved in _jars_the_session_dropped(spark):
+                spark.sparkContext._jsc.sc().addJar(resolved)
         from checkers.ship import ship
 
         ship(spark)
         return spark
+
+
+def _jars_the_session_dropped(spark: SparkSession) -> list[str]:
+    """The jars spark-submit gave the driver that the session's ``spark.jars`` lacks: those of
+    ``--packages`` or ``spark.jars.packages``, which spark-submit resolves and merges into the
+    ``spark.jars`` it starts the JVM with, a setting the session's own then replaces. The driver has
+    them on its classpath; a cluster's executors fetch only what the session lists or adds."""
+    from urllib.parse import urlparse
+
+    launched = spark.sparkContext._jvm.java.lang.System.getProperty("spark.jars") or ""
+    listed = {Path(urlparse(j).path).name for j in (spark.sparkContext.getConf().get("spark.jars") or "").split(",")}
+    return [j for j in launched.split(",") if j and Path(urlparse(j).path).name not in listed]
 
 
 @contextlib.contextmanager
