@@ -232,8 +232,8 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
         try:
             spark = builder.getOrCreate()
         except Exception as e:  # a cluster that refuses us, or a setting the JVM rejects (local too)
-            defaults = spark_defaults.defaults_file()
-            read = f"; the driver read {defaults}" if defaults is not None and defaults.is_file() else ""
+            files = [str(f) for f in spark_defaults.defaults_files() if f.is_file()]
+            read = f"; the driver read {' and '.join(files)}" if files else ""
             raise EnvironmentFailed(f"Spark master {m}: no session ({_why(e)}){read}") from e
         spark.sparkContext.setLogLevel("ERROR")
         jvm = spark.sparkContext._jvm

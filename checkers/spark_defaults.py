@@ -8,8 +8,8 @@ user's value first. spark-submit, which pyspark runs with ``$PYSPARK_SUBMIT_ARGS
 driver's JVM, reads the ``--properties-file`` those arguments name, else
 ``$SPARK_CONF_DIR/spark-defaults.conf``, else ``$SPARK_HOME/conf/spark-defaults.conf``, where
 pyspark sets ``SPARK_HOME`` to its own install when unset (Spark's ``SparkSubmitArguments``,
-``Utils.getDefaultPropertiesFile`` and pyspark's ``find_spark_home``; Spark 4's
-``--load-spark-defaults``, which reads both, is not followed). The file is a Java properties file
+``Utils.getDefaultPropertiesFile`` and pyspark's ``find_spark_home``); with Spark 4's
+``--load-spark-defaults``, both the named file and that one. The file is a Java properties file
 (``java.util.Properties.load``), read as UTF-8 and its values trimmed, as Spark's
 ``Utils.getPropertiesFromFile`` reads it. The arguments' own ``--jars``, ``--driver-java-options`` (or
 ``--conf key=``) win over both the file and the session's setting when the driver starts, so the
@@ -25,25 +25,25 @@ from pathlib import Path
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
-def defaults_file() -> Path | None:
-    """The ``spark-defaults.conf`` spark-submit would read for a driver started now (None: no Spark
-    home can be found)."""
+def defaults_files() -> list[Path]:
+    """The properties files spark-submit would read for a driver started now, the one whose value
+    of a key wins first: the ``--properties-file`` the arguments name, and ``spark-defaults.conf``
+    when they name none or also say ``--load-spark-defaults`` (Spark 4; checked on pyspark's own
+    spark-submit: both files' keys reach the driver, the named file's where both set one)."""
     args = submit_args()
-    named = [args[i + 1] for i in range(len(args) - 1) if args[i] == "--properties-file"]
-    if named:
-        return Path(named[-1])
+    named = [Path(args[i + 1]) for i in range(len(args) - 1) if args[i] == "--properties-file"][-1:]
+    if named and "--load-spark-defaults" not in args:
+        return named
     conf_dir = os.environ.get("SPARK_CONF_DIR")
-    if conf_dir:
-        return Path(conf_dir) / "spark-defaults.conf"
     home = os.environ.get("SPARK_HOME")
-    if not home:
+    if not conf_dir and not home:
         from pyspark.find_spark_home import _find_spark_home
 
         try:
             home = _find_spark_home()
         except SystemExit:  # pyspark exits when it finds no Spark home
-            return None
-    return Path(home) / "conf" / "spark-defaults.conf"
+            return named
+    return [*named, Path(conf_dir) / "spark-defaults.conf" if conf_dir else Path(home) / "conf" / "spark-defaults.conf"]
 
 
 # the spark-submit options this module reads: only these are split at "=" (a value such as
@@ -117,13 +117,15 @@ def parse(text: str) -> dict[str, str]:
 
 
 def user_value(key: str) -> str | None:
-    """``key`` as the driver's defaults file sets it (None: unset, or no readable file)."""
-    path = defaults_file()
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace") if path is not None else ""
-    except OSError:
-        return None
-    return parse(text).get(key) or None
+    """``key`` as the driver's properties files set it (None: unset, or no readable file)."""
+    for path in defaults_files():
+        try:
+            props = parse(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        if key in props:
+            return props[key] or None
+    return None
 
 
 # what spark-submit takes over a --conf of the key, for the keys the harness adds to

@@ -37,7 +37,7 @@ print(json.dumps({"jars": session.conf.get("spark.jars"), "functions": udfs.regi
 """
 
 
-@pytest.mark.parametrize("where", ["spark-defaults.conf", "PYSPARK_SUBMIT_ARGS"])
+@pytest.mark.parametrize("where", ["spark-defaults.conf", "PYSPARK_SUBMIT_ARGS", "--load-spark-defaults"])
 def test_the_users_jars_and_jvm_options_stay(where: str, tmp_path: Path) -> None:
     import pyspark
 
@@ -60,6 +60,12 @@ def test_the_users_jars_and_jvm_options_stay(where: str, tmp_path: Path) -> None
         (conf / "spark-defaults.conf").write_text(
             f"spark.jars {jar}\nspark.extraListeners = zkfencetest.Hello\nspark.driver.memory 700m\n"
             f"spark.driver.extraJavaOptions {options}\n", encoding="utf-8")
+    elif where == "--load-spark-defaults":  # Spark 4: the named file, and spark-defaults.conf for what it leaves
+        (tmp_path / "named.conf").write_text(f"spark.jars {jar}\nspark.extraListeners = zkfencetest.Hello\n"
+                                             "spark.driver.memory 700m\n", encoding="utf-8")
+        (conf / "spark-defaults.conf").write_text(f"spark.driver.memory 1500m\nspark.driver.extraJavaOptions {options}\n",
+                                                  encoding="utf-8")
+        env["PYSPARK_SUBMIT_ARGS"] = f"--properties-file {tmp_path / 'named.conf'} --load-spark-defaults pyspark-shell"
     else:  # spark-submit takes these over the session's settings: the harness adds to them in place
         env["PYSPARK_SUBMIT_ARGS"] = (f"--jars={jar} --conf spark.extraListeners=zkfencetest.Hello --driver-memory 700m "
                                       f"--driver-java-options '{options}' pyspark-shell")

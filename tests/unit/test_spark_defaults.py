@@ -45,15 +45,15 @@ def test_the_file_is_the_properties_file_else_in_spark_conf_dir_else_spark_home(
     monkeypatch.setenv("SPARK_HOME", str(tmp_path / "home"))
     for args in (f"--properties-file {tmp_path}/p.conf pyspark-shell", f"--properties-file={tmp_path}/p.conf"):
         monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", args)
-        assert spark_defaults.defaults_file() == tmp_path / "p.conf"
+        assert spark_defaults.defaults_files() == [tmp_path / "p.conf"]
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-memory 2g pyspark-shell")
-    assert spark_defaults.defaults_file() == tmp_path / "conf" / "spark-defaults.conf"
+    assert spark_defaults.defaults_files() == [tmp_path / "conf" / "spark-defaults.conf"]
     monkeypatch.delenv("SPARK_CONF_DIR")
-    assert spark_defaults.defaults_file() == tmp_path / "home" / "conf" / "spark-defaults.conf"
+    assert spark_defaults.defaults_files() == [tmp_path / "home" / "conf" / "spark-defaults.conf"]
     monkeypatch.delenv("SPARK_HOME")
     import pyspark
 
-    assert spark_defaults.defaults_file() == Path(pyspark.__file__).parent / "conf" / "spark-defaults.conf"
+    assert spark_defaults.defaults_files() == [Path(pyspark.__file__).parent / "conf" / "spark-defaults.conf"]
 
 
 def test_a_value_comes_from_the_file_when_there_is_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,6 +62,19 @@ def test_a_value_comes_from_the_file_when_there_is_one(tmp_path: Path, monkeypat
     (tmp_path / "spark-defaults.conf").write_text("spark.jars  /opt/a.jar\nspark.other =\n", encoding="utf-8")
     assert spark_defaults.user_value("spark.jars") == "/opt/a.jar"
     assert spark_defaults.user_value("spark.other") is None
+
+
+def test_with_load_spark_defaults_both_files_are_read_the_named_one_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as pyspark's spark-submit reads them: the named file's value where both set a key
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    (tmp_path / "named.conf").write_text("spark.zk.both A\nspark.zk.a 1\n")
+    (tmp_path / "spark-defaults.conf").write_text("spark.zk.both B\nspark.zk.b 2\n")
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", f"--properties-file {tmp_path}/named.conf --load-spark-defaults x")
+    assert spark_defaults.defaults_files() == [tmp_path / "named.conf", tmp_path / "spark-defaults.conf"]
+    assert [spark_defaults.user_value(k) for k in ("spark.zk.both", "spark.zk.a", "spark.zk.b")] == ["A", "1", "2"]
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", f"--properties-file {tmp_path}/named.conf x")
+    assert [spark_defaults.user_value(k) for k in ("spark.zk.both", "spark.zk.a", "spark.zk.b")] == ["A", "1", None]
 
 
 def test_the_harness_adds_its_value_after_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
