@@ -189,6 +189,7 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         _export_pythonpath()
         scratch = _jvm_scratch()
+        theirs = spark_defaults.user_properties()  # the user's driver settings, which ours add to or yield to
         builder = (
             SparkSession.builder.master(m)
             .appName("zkfence-harness-check")
@@ -212,19 +213,19 @@ def get_spark(master: str | None = None, *, quick: bool = False) -> SparkSession
             # the last of a repeated option wins, so these hold where the two meet.
             .config("spark.driver.extraJavaOptions", spark_defaults.added(
                 "spark.driver.extraJavaOptions", f'{_log_opts()} {cds.jvm_options()} "-Djava.io.tmpdir={scratch}"'
-                + (f" {QUICK_JVM if quick else BATCH_JVM}" if local else ""), " "))
+                + (f" {QUICK_JVM if quick else BATCH_JVM}" if local else ""), " ", theirs))
         )
         jar = udfs.jar()
         if jar is not None:  # the driver's classes, and fetched by a cluster's executors
             # added to the user's jars (a listener or a plugin they name keeps its jar)
-            builder = builder.config("spark.jars", spark_defaults.added("spark.jars", str(jar), ","))
+            builder = builder.config("spark.jars", spark_defaults.added("spark.jars", str(jar), ",", theirs))
         if local:  # a cluster's executors keep their blocks where their worker says
             builder = (
                 builder.config("spark.local.dir", str(scratch))
                 .config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
                 .config("spark.default.parallelism", str(max(2, os.cpu_count() or 2)))
                 .config("spark.driver.memory", os.environ.get("HARNESS_SPARK_DRIVER_MEMORY")
-                        or spark_defaults.user_value("spark.driver.memory") or "4g")
+                        or theirs.get("spark.driver.memory") or "4g")
             )
         if quick and local:
             for k, v in QUICK_CONF.items():

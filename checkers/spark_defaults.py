@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
@@ -35,15 +36,17 @@ def defaults_files() -> list[Path]:
     if named and "--load-spark-defaults" not in args:
         return named
     conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if conf_dir:
+        return [*named, Path(conf_dir) / "spark-defaults.conf"]
     home = os.environ.get("SPARK_HOME")
-    if not conf_dir and not home:
+    if not home:
         from pyspark.find_spark_home import _find_spark_home
 
         try:
             home = _find_spark_home()
         except SystemExit:  # pyspark exits when it finds no Spark home
             return named
-    return [*named, Path(conf_dir) / "spark-defaults.conf" if conf_dir else Path(home) / "conf" / "spark-defaults.conf"]
+    return [*named, Path(home) / "conf" / "spark-defaults.conf"]
 
 
 # the spark-submit options this module reads: only these are split at "=" (a value such as
@@ -116,24 +119,25 @@ def parse(text: str) -> dict[str, str]:
     return props
 
 
-def user_value(key: str) -> str | None:
-    """``key`` as the driver's properties files set it (None: unset, or no readable file)."""
-    for path in defaults_files():
+def user_properties() -> dict[str, str]:
+    """The keys and values the driver's properties files set (``defaults_files``: the first file's
+    value of a key wins), each file read once; a file that cannot be read sets nothing."""
+    props: dict[str, str] = {}
+    for path in reversed(defaults_files()):
         try:
-            props = parse(path.read_text(encoding="utf-8", errors="replace"))
+            props.update(parse(path.read_text(encoding="utf-8", errors="replace")))
         except OSError:
             continue
-        if key in props:
-            return props[key] or None
-    return None
+    return props
 
 
 # what spark-submit takes over a --conf of the key, for the keys the harness adds to
 SUBMIT_OPTIONS = {"spark.jars": "--jars", "spark.driver.extraJavaOptions": "--driver-java-options"}
 
 
-def added(key: str, ours: str, sep: str) -> str:
-    """The session's ``key``: the user's value, then ``ours`` (a list joined by ``sep``). Where
+def added(key: str, ours: str, sep: str, props: Mapping[str, str]) -> str:
+    """The session's ``key``: the user's value (``props``, their properties files), then ``ours`` (a
+    list joined by ``sep``). Where
     ``$PYSPARK_SUBMIT_ARGS`` sets the key itself (its option in ``SUBMIT_OPTIONS``, else its last
     ``--conf key=``), spark-submit starts the driver with that whatever the session says, so
     ``ours`` is added there as well (in this process's environment, which pyspark reads when it
@@ -145,7 +149,7 @@ def added(key: str, ours: str, sep: str) -> str:
         prefix = f"{key}="
         at = [i + 1 for i in range(len(args) - 1) if args[i] == "--conf" and args[i + 1].startswith(prefix)]
     if not at:
-        theirs = user_value(key)
+        theirs = props.get(key)
         return f"{theirs}{sep}{ours}" if theirs else ours
     i = at[-1]
     theirs = args[i].removeprefix(prefix)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from checkers import spark_defaults
-from checkers.spark_defaults import parse
+from checkers.spark_defaults import parse, user_properties
 
 
 def test_the_forms_a_properties_file_takes() -> None:
@@ -58,10 +58,11 @@ def test_the_file_is_the_properties_file_else_in_spark_conf_dir_else_spark_home(
 
 def test_a_value_comes_from_the_file_when_there_is_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
-    assert spark_defaults.user_value("spark.jars") is None  # no file
+    assert user_properties() == {}  # no file
     (tmp_path / "spark-defaults.conf").write_text("spark.jars  /opt/a.jar\nspark.other =\n", encoding="utf-8")
-    assert spark_defaults.user_value("spark.jars") == "/opt/a.jar"
-    assert spark_defaults.user_value("spark.other") is None
+    assert user_properties() == {"spark.jars": "/opt/a.jar", "spark.other": ""}
+    # an empty value is no value: the harness's alone
+    assert spark_defaults.added("spark.other", "/ours", ",", user_properties()) == "/ours"
 
 
 def test_with_load_spark_defaults_both_files_are_read_the_named_one_first(
@@ -72,17 +73,17 @@ def test_with_load_spark_defaults_both_files_are_read_the_named_one_first(
     (tmp_path / "spark-defaults.conf").write_text("spark.zk.both B\nspark.zk.b 2\n")
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", f"--properties-file {tmp_path}/named.conf --load-spark-defaults x")
     assert spark_defaults.defaults_files() == [tmp_path / "named.conf", tmp_path / "spark-defaults.conf"]
-    assert [spark_defaults.user_value(k) for k in ("spark.zk.both", "spark.zk.a", "spark.zk.b")] == ["A", "1", "2"]
+    assert user_properties() == {"spark.zk.both": "A", "spark.zk.a": "1", "spark.zk.b": "2"}
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", f"--properties-file {tmp_path}/named.conf x")
-    assert [spark_defaults.user_value(k) for k in ("spark.zk.both", "spark.zk.a", "spark.zk.b")] == ["A", "1", None]
+    assert user_properties() == {"spark.zk.both": "A", "spark.zk.a": "1"}
 
 
 def test_the_harness_adds_its_value_after_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
-    assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/ours.jar"
+    assert spark_defaults.added("spark.jars", "/ours.jar", ",", user_properties()) == "/ours.jar"
     (tmp_path / "spark-defaults.conf").write_text("spark.jars /a.jar,/b.jar\nspark.driver.extraJavaOptions -Dx=1\n")
-    assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/a.jar,/b.jar,/ours.jar"
-    assert spark_defaults.added("spark.driver.extraJavaOptions", "-Dy=2", " ") == "-Dx=1 -Dy=2"
+    assert spark_defaults.added("spark.jars", "/ours.jar", ",", user_properties()) == "/a.jar,/b.jar,/ours.jar"
+    assert spark_defaults.added("spark.driver.extraJavaOptions", "-Dy=2", " ", user_properties()) == "-Dx=1 -Dy=2"
 
 
 def test_where_the_submit_arguments_set_a_key_the_harness_adds_to_them_in_place(
@@ -91,16 +92,16 @@ def test_where_the_submit_arguments_set_a_key_the_harness_adds_to_them_in_place(
     (tmp_path / "spark-defaults.conf").write_text("spark.jars /file.jar\n")  # the arguments' jars win over it
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--jars=/a.jar --driver-java-options '-Dx=1 -Dy=2' pyspark-shell")
     assert spark_defaults.submit_args() == ["--jars", "/a.jar", "--driver-java-options", "-Dx=1 -Dy=2", "pyspark-shell"]
-    assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/a.jar,/ours.jar"
-    assert spark_defaults.added("spark.driver.extraJavaOptions", "-Dz=3", " ") == "-Dx=1 -Dy=2 -Dz=3"
+    assert spark_defaults.added("spark.jars", "/ours.jar", ",", user_properties()) == "/a.jar,/ours.jar"
+    assert spark_defaults.added("spark.driver.extraJavaOptions", "-Dz=3", " ", user_properties()) == "-Dx=1 -Dy=2 -Dz=3"
     assert spark_defaults.submit_args() == ["--jars", "/a.jar,/ours.jar", "--driver-java-options", "-Dx=1 -Dy=2 -Dz=3",
                                             "pyspark-shell"]
     # a second session in the process adds nothing twice
-    assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/a.jar,/ours.jar"
+    assert spark_defaults.added("spark.jars", "/ours.jar", ",", user_properties()) == "/a.jar,/ours.jar"
     assert spark_defaults.submit_args()[1] == "/a.jar,/ours.jar"
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-java-options=--add-opens=java.base/java.nio=ALL-UNNAMED")
-    assert spark_defaults.added("spark.driver.extraJavaOptions", "-Dz=3", " ") \
+    assert spark_defaults.added("spark.driver.extraJavaOptions", "-Dz=3", " ", user_properties()) \
         == "--add-opens=java.base/java.nio=ALL-UNNAMED -Dz=3"
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.jars=/b.jar --conf spark.jars=/c.jar pyspark-shell")
-    assert spark_defaults.added("spark.jars", "/ours.jar", ",") == "/c.jar,/ours.jar"
+    assert spark_defaults.added("spark.jars", "/ours.jar", ",", user_properties()) == "/c.jar,/ours.jar"
     assert spark_defaults.submit_args()[:4] == ["--conf", "spark.jars=/b.jar", "--conf", "spark.jars=/c.jar,/ours.jar"]
