@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from checkers import udfs
+from tests.javajar import compile_jar
 from tests.sparkcluster import standalone_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -42,16 +43,8 @@ print(json.dumps({"greetings": sorted(r.g for r in rows.collect()), "jars": sess
 
 def _maven_repo(tmp: Path) -> Path:
     """A Maven repository with zkfencetest:greeting:1.0 (its jar and pom), as a ``file://`` repository."""
-    javac = udfs.javac()
-    assert javac is not None, "javac is on this machine"
-    src = tmp / "src" / "zkfencetest" / "Greeting.java"
-    src.parent.mkdir(parents=True)
-    src.write_text(PACKAGE, encoding="utf-8")
-    subprocess.run([str(javac), "-d", str(tmp / "classes"), str(src)], check=True, timeout=120)
     artifact = tmp / "repo" / "zkfencetest" / "greeting" / "1.0"
-    artifact.mkdir(parents=True)
-    subprocess.run([str(javac.with_name("jar")), "cf", str(artifact / "greeting-1.0.jar"), "-C", str(tmp / "classes"),
-                    "."], check=True, timeout=60)
+    compile_jar("zkfencetest.Greeting", PACKAGE, artifact / "greeting-1.0.jar", tmp)
     (artifact / "greeting-1.0.pom").write_text(POM, encoding="utf-8")
     return tmp / "repo"
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from checkers import udfs
+from tests.javajar import compile_jar
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -41,16 +42,8 @@ print(json.dumps({"jars": session.conf.get("spark.jars"), "functions": udfs.regi
 def test_the_users_jars_and_jvm_options_stay(where: str, tmp_path: Path) -> None:
     import pyspark
 
-    javac = udfs.javac()
-    assert javac is not None, "javac is on this machine: every session has the functions' jar"
-    src = tmp_path / "src" / "zkfencetest" / "Hello.java"
-    src.parent.mkdir(parents=True)
-    src.write_text(LISTENER, encoding="utf-8")
-    classes = tmp_path / "classes"
-    subprocess.run([str(javac), "-d", str(classes), "-cp", str(Path(pyspark.__file__).parent / "jars" / "*"),
-                    str(src)], check=True, timeout=120)
-    jar = tmp_path / "hello.jar"
-    subprocess.run([str(javac.with_name("jar")), "cf", str(jar), "-C", str(classes), "."], check=True, timeout=60)
+    jar = compile_jar("zkfencetest.Hello", LISTENER, tmp_path / "hello.jar", tmp_path,
+                      str(Path(pyspark.__file__).parent / "jars" / "*"))
     conf = tmp_path / "conf"
     conf.mkdir()
     options = "-Dzkfencetest.option=kept -Djava.io.tmpdir=/nonexistent"
