@@ -121,25 +121,52 @@ class ProcessControl:
         return res.stdout.strip() in ("term", "kill")
 
     def kill(self, pidfile: str) -> bool:
-        return self.signal_pidfile(pidfile, "KILL")
+        """SIGKILL the process (group) and wait until it is gone; True if something was running."""
+        res = self.remote.run(kill_command(pidfile), timeout=KILL_WAIT_S + 10)
+        return res.stdout.strip() == "kill"
 
 
 _POLL_S = 0.1
+# SIGKILL is delivered, not done: on a loaded node the process can still be listed for a while,
+# and a caller that checks it, or starts its successor on the same port, must not see it. Bounded,
+# because a process in uninterruptible sleep dies only when its I/O ends.
+KILL_WAIT_S = 5.0
+_KILL_WAIT_POLLS = math.ceil(KILL_WAIT_S / _POLL_S)
 
 
-def stop_command(pidfile: str, grace: float) -> str:
-    """Shell that stops the process (group) of ``pidfile`` and prints ``none`` (nothing ran), ``term``
-    (gone within ``grace`` of SIGTERM) or ``kill`` (SIGKILLed after it). Gone is ``parse_stat``'s
-    stopped: no process, or a zombie. A paused process is continued first: it cannot act on SIGTERM."""
-    polls = max(1, math.ceil(grace / _POLL_S))
+def _pid_and_gone(pidfile: str) -> str:
+    """Shell prologue shared by stop and kill: ``$p`` from the pidfile and ``gone`` (``parse_stat``'s
+    stopped: no process, or a zombie); prints ``none`` and exits when nothing runs."""
     return (
         f"p=$(cat {shlex.quote(pidfile)} 2>/dev/null); case \"$p\" in ''|*[!0-9]*) echo none; exit 0;; esac; "
         "gone() { s=$(ps -o stat= -p \"$p\" 2>/dev/null); case \"$s\" in ''|*[ZXx]*) return 0;; esac; return 1; }; "
         "if gone; then echo none; exit 0; fi; "
-        "kill -CONT -- -$p 2>/dev/null; kill -TERM -- -$p 2>/dev/null || kill -TERM $p 2>/dev/null; "
+    )
+
+
+_KILL_AND_WAIT = (
+    "kill -KILL -- -$p 2>/dev/null || kill -KILL $p 2>/dev/null; "
+    f"i=0; while [ $i -lt {_KILL_WAIT_POLLS} ] && ! gone; do sleep {_POLL_S}; i=$((i+1)); done; echo kill"
+)
+
+
+def kill_command(pidfile: str) -> str:
+    """Shell that SIGKILLs the process (group) of ``pidfile``, waits until it is gone (up to
+    ``KILL_WAIT_S``) and prints ``kill``, or ``none`` when nothing ran."""
+    return _pid_and_gone(pidfile) + _KILL_AND_WAIT
+
+
+def stop_command(pidfile: str, grace: float) -> str:
+    """Shell that stops the process (group) of ``pidfile`` and prints ``none`` (nothing ran), ``term``
+    (gone within ``grace`` of SIGTERM) or ``kill`` (SIGKILLed after it, as ``kill_command``).
+    A paused process is continued first: it cannot act on SIGTERM."""
+    polls = max(1, math.ceil(grace / _POLL_S))
+    return (
+        _pid_and_gone(pidfile)
+        + "kill -CONT -- -$p 2>/dev/null; kill -TERM -- -$p 2>/dev/null || kill -TERM $p 2>/dev/null; "
         f"i=0; while [ $i -lt {polls} ]; do gone && {{ echo term; exit 0; }}; sleep {_POLL_S}; i=$((i+1)); done; "
         "gone && { echo term; exit 0; }; "
-        "kill -KILL -- -$p 2>/dev/null || kill -KILL $p 2>/dev/null; echo kill"
+        + _KILL_AND_WAIT
     )
 
 

@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 from harness.components import ProcState, Unsupported, parse_stat
-from harness.remote import ProcessControl, Remote, RemoteError, stop_child
+from harness.remote import KILL_WAIT_S, ProcessControl, Remote, RemoteError, stop_child
 
 
 class RemoteProcess:
@@ -98,7 +98,15 @@ class LocalProcess:
         return running
 
     def kill(self) -> bool:
-        return self._signal(signal.SIGKILL)
+        """SIGKILL, then reap it, so that it is gone when this returns (as ``ProcessControl.kill``)."""
+        if not self._signal(signal.SIGKILL):
+            return False
+        assert self.process is not None
+        try:
+            self.process.wait(timeout=KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass  # uninterruptible sleep: it dies when its I/O ends
+        return True
 
     def pause(self) -> bool:
         return self._signal(signal.SIGSTOP)

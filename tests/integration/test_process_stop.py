@@ -1,6 +1,8 @@
-"""ProcessControl.stop on real processes, in one remote command (``remote.stop_command``): a process
-that exits on SIGTERM, one that ignores it (SIGKILLed after the grace), a paused one (continued
-first), and nothing to stop (no pidfile, a process already gone)."""
+"""ProcessControl.stop and .kill on real processes, each in one remote command
+(``remote.stop_command``, ``remote.kill_command``): a process that exits on SIGTERM, one that
+ignores it (SIGKILLed after the grace), a paused one (continued first), and nothing to stop (no
+pidfile, a process already gone). Both return only once the process is gone: a fast bounce starts
+its successor right after, and a SIGKILLed process can still be listed for a while on a loaded node."""
 
 from __future__ import annotations
 
@@ -52,3 +54,14 @@ def test_stop_with_nothing_running_says_so(tmp_path: Path) -> None:
     assert control.stop(str(tmp_path / "none.pid"), grace=1.0) is False
     _, pidfile, pid = _start(tmp_path, "exit 0")
     assert control.stop(pidfile, grace=1.0) is False
+
+
+@pytest.mark.parametrize("pause", [False, True])
+def test_kill_returns_once_the_process_is_gone(tmp_path: Path, pause: bool) -> None:
+    control, pidfile, pid = _start(tmp_path, "trap '' TERM; while :; do sleep 0.1; done")
+    if pause:
+        os.killpg(pid, signal.SIGSTOP)
+    assert control.kill(pidfile) is True
+    assert _gone(pid) and control.state(pidfile) is ProcState.STOPPED
+    assert control.kill(pidfile) is False
+    assert control.kill(str(tmp_path / "none.pid")) is False
