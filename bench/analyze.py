@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from harness.cli import summary  # noqa: E402
 from harness.localstate import bench_scratch  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
@@ -192,7 +193,7 @@ def _samples(times: list[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="bench/analyze.py", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="bench/analyze.py", description=summary(__doc__))
     p.add_argument("--runs", type=int, default=1000, help="stored runs to generate (default 1000)")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--from", dest="source", metavar="STORE",

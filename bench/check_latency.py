@@ -37,6 +37,7 @@ from pathlib import Path
 
 from spark_up import jvm_cpu  # bench/ is on sys.path: this script's directory
 
+from harness.cli import summary
 from harness.phases import sigterm_as_interrupt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +97,7 @@ def breakdown(path: str) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=summary(__doc__))
     ap.add_argument("path", nargs="?", help="store dir or history.jsonl (default: newest under tests/data/store)")
     ap.add_argument("--repeat", type=int, default=1, help="rounds (median printed; default 1)")
     ap.add_argument("--breakdown", action="store_true", help=argparse.SUPPRESS)

@@ -21,11 +21,12 @@ import porcupine_bin  # noqa: E402  (bench/ is on sys.path: this script's direct
 
 from checkers import linearizability, models, parsers  # noqa: E402
 from checkers.testing import shared_histories  # noqa: E402
+from harness.cli import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=summary(__doc__))
     ap.add_argument("--histories", default=None)
     ap.add_argument("--budget-seconds", type=float, default=20.0)
     a = ap.parse_args()

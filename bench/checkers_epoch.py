@@ -37,6 +37,7 @@ from spark_up import jvm_account, spent, warm_spark  # noqa: E402
 from checkers import events_df, plans  # noqa: E402
 from checkers.checker import columns, union  # noqa: E402
 from checkers.fencing import PLANS  # noqa: E402
+from harness.cli import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 BROKERS = 5
@@ -126,7 +127,7 @@ def read_columns(df) -> list[str]:  # noqa: ANN001
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=summary(__doc__))
     ap.add_argument("--sizes", default="1000000,10000000")
     ap.add_argument("--out", default="/tmp/zkfence-bench")
     ap.add_argument("--repeat", type=int, default=2, metavar="K",

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from harness.cli import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     from harness.inventory import load_inventory
     from harness.mutation import FIXED, parse_mutations
 
-    p = argparse.ArgumentParser(prog="bench/mutation.py", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="bench/mutation.py", description=summary(__doc__))
     p.add_argument("--campaign", metavar="FILE", help="campaign file (default campaigns/nightly.toml)")
     p.add_argument("--budget-per-toggle", type=float, default=900.0, metavar="S",
                    help="wall-clock seconds per bug toggle: no run starts after it (default 900)")

@@ -34,6 +34,7 @@ from spark_up import warm_spark  # noqa: E402
 from checkers import events_df, plans  # noqa: E402
 from checkers.checker import Events, columns, field_types, union  # noqa: E402
 from checkers.queue import QUEUE_PLANS, UNSEEN  # noqa: E402
+from harness.cli import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 TOPIC = "queue"
@@ -94,7 +95,7 @@ def generate(spark, n: int, parts: int):  # noqa: ANN001, ANN201
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=summary(__doc__))
     ap.add_argument("--sizes", default="1e6,1e7", help="operations per history, comma-separated (default 1e6,1e7)")
     ap.add_argument("--partitions", type=int, default=30)
     ap.add_argument("--out", default="/tmp/zkfence-bench-queue")

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from harness.cli import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from harness.inventory import load_inventory
     from scenarios import scenarios
 
-    p = argparse.ArgumentParser(prog="bench/repro_times.py", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="bench/repro_times.py", description=summary(__doc__))
     p.add_argument("--scenario", default="KAFKA-14845", help="scenario id or 'all' (default KAFKA-14845)")
     p.add_argument("--runs", type=int, default=3, help="warm runs per variant (default 3; the spec's number is 20)")
     p.add_argument("--variant", choices=("bug", "fixed", "both"), default="both")

@@ -39,6 +39,7 @@ from spark_up import warm_spark  # noqa: E402
 
 from checkers import linearizability, models, parsers  # noqa: E402
 from checkers.ops import OPEN, UNKNOWN, Op  # noqa: E402
+from harness.cli import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 
@@ -130,7 +131,7 @@ def verdict(v: object) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=summary(__doc__))
     ap.add_argument("--sizes", default="1e6", help="operations per history, comma-separated (default 1e6)")
     ap.add_argument("--keys", type=int, default=1000)
     ap.add_argument("--processes", type=int, default=100)

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kazoo.client import KazooClient  # noqa: E402
 
+from harness.cli import summary  # noqa: E402
 from harness.localstate import bench_scratch  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 from nemesis.zkproxy import ProxyProcess  # noqa: E402
@@ -84,7 +85,7 @@ def measure(n: int, zk_addr: str, workdir: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=summary(__doc__))
     ap.add_argument("--n", type=int, default=2000, help="measured requests per op and path")
     ap.add_argument("--zk", help="use this running server instead of starting one")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")

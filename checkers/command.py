@@ -20,6 +20,7 @@ from typing import Any
 from checkers.parsers import FORMATS, ParseError
 from checkers.result import Result, worst
 from checkers.spark import add_master_flag
+from harness.cli import summary
 from harness.errors import UsageError, exit_code_for
 from harness.outputs import writable_dir, writable_file
 
@@ -30,7 +31,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "check",
         help="check histories: store dirs, history.jsonl, Porcupine/Knossos reference files",
-        description=__doc__.splitlines()[0],
+        description=summary(__doc__),
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="store dir, JSONL history or reference history")
     p.add_argument("--format", choices=FORMATS, help="input format (detected per path when omitted)")

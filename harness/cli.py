@@ -38,6 +38,12 @@ COMMAND_MODULES = (
 )
 
 
+def summary(doc: str | None) -> str:
+    """A module docstring's first paragraph as one line: a parser's description (its first line
+    alone cut sentences that wrap)."""
+    return " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's default exit code 2 means "unknown" here
         self.print_usage(sys.stderr)
@@ -45,7 +51,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="harness", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="harness", description=summary(__doc__))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMAND_MODULES:

@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from agent.config import ConfigError, add_arguments, load_config
+from harness.cli import summary
 from harness.errors import UsageError
 
 
@@ -24,7 +25,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "agent",
         help="run one broker agent (ZK-mode Kafka semantics, bug toggles)",
-        description=__doc__.splitlines()[0],
+        description=summary(__doc__),
     )
     add_arguments(p)
     p.set_defaults(func=run)

@@ -24,6 +24,7 @@ from rich.console import Console
 from checkers.result import worst
 from checkers.spark import add_master_flag
 from harness.campaign import DEFAULT_CAMPAIGN, Campaign, CampaignError, PlannedRun, load_campaign
+from harness.cli import summary
 from harness.errors import EXIT_UNKNOWN, UsageError, exit_code_for
 from harness.outputs import writable_dir, writable_file
 from harness.store import new_run_dir, write_json
@@ -34,7 +35,7 @@ STATE = "campaign.json"
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("campaign", help="a matrix of runs from a campaign file: index.html, junit.xml, resumable",
-                       description=__doc__.splitlines()[0])
+                       description=summary(__doc__))
     p.add_argument("file", metavar="FILE", nargs="?", default=None,
                    help=f"campaign TOML (default: {DEFAULT_CAMPAIGN.relative_to(DEFAULT_CAMPAIGN.parents[1])})")
     p.add_argument("--store", metavar="DIR", default="store", help="store directory (default: ./store)")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from checkers.zxid import DEFAULT_SKEW
 from harness import hostkeys
+from harness.cli import summary
 from harness.cluster import free_ports_on
 from harness.doctor import Check, judge, parse_probe, probe_command
 from harness.errors import UsageError
@@ -28,7 +29,7 @@ from harness.remote import RemoteError, SSHRemote, on_nodes
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check that every node of an inventory is ready to run",
-                       description=__doc__.splitlines()[0])
+                       description=summary(__doc__))
     p.add_argument("--inventory", metavar="FILE", help="inventory TOML (default: inventory/local.toml)")
     p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="SSH connect timeout per node (default 5)")
     p.add_argument("--skew-ms", type=float, default=DEFAULT_SKEW * 1000, metavar="MS",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from harness.cli import summary
 from harness.errors import UsageError
 from harness.outputs import writable_file
 from harness.terminal import output_console
@@ -28,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from harness.commands.run import add_common_args
 
     p = sub.add_parser("hunt", help="search fault schedules for a failure, shrink it, write it as a schedule file",
-                       description=__doc__.splitlines()[0])
+                       description=summary(__doc__))
     add_common_args(p, time_limit=10.0)
     p.add_argument("--max-runs", type=int, default=10, metavar="N",
                    help="runs for search + shrinking (default 10; the replay is one more)")

@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.cli import summary
 from harness.errors import EXIT_BAD_INPUT, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="(re)write a run's HTML report (RUN_DIR/report.html)",
-                       description=__doc__.splitlines()[0])
+                       description=summary(__doc__))
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, e.g. store/latest or store/<test>/latest")
     p.set_defaults(func=report)
     s = sub.add_parser("serve", help="serve the store read-only on http://127.0.0.1:PORT",

@@ -20,13 +20,14 @@ from typing import Any
 from rich.console import Console
 
 from checkers.spark import add_master_flag
+from harness.cli import summary
 from harness.commands.kafkaflags import add_zk_client_args, fetch, kafka_brokers, kafka_target
 from harness.errors import EXIT_BAD_INPUT, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("repro", help="reproduce a known JIRA (KAFKA-14845, -6584, -7235, -14139) and show it fixed",
-                       description=__doc__.splitlines()[0])
+                       description=summary(__doc__))
     p.add_argument("id", nargs="?", metavar="ID", help="scenario id (see --list)")
     p.add_argument("--list", action="store_true", help="list scenarios: id, title, availability, which Kafka release fixed it")
     p.add_argument("--fixed", action="store_true", help="run with the fix's toggles and expect a clean run")

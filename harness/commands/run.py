@@ -17,6 +17,7 @@ from rich.console import Console
 
 from agent.config import ConfigError, parse_toggle_args
 from checkers.spark import add_master_flag
+from harness.cli import summary
 from harness.commands.kafkaflags import (
     KAFKA_MARGIN_MS,
     add_zk_client_args,
@@ -42,7 +43,7 @@ KAFKA_CHECKERS = ("registration_epochs", "registration_liveness")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="bring up the cluster, inject faults, check the history on Spark",
-                       description=__doc__.splitlines()[0])
+                       description=summary(__doc__))
     add_common_args(p)
     p.add_argument("--target", type=int, metavar="BROKER_ID", help="broker to isolate (default: seeded random)")
     p.add_argument("--seed", type=int, help="random seed (recorded in run.json)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from harness.cli import summary
 from harness.commands.doctor import connect_node
 from harness.errors import UsageError
 from harness.installer import Outcome, kazoo_wheels, provision_node, zookeeper_tarball
@@ -19,7 +20,7 @@ from harness.remote import RemoteError, on_nodes
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("setup", help="install ZooKeeper and the agents' dependencies on every node (idempotent)",
-                       description=__doc__.splitlines()[0])
+                       description=summary(__doc__))
     p.add_argument("--inventory", metavar="FILE", help="inventory TOML (default: inventory/local.toml)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="SSH connect timeout per node (default 10)")
     p.set_defaults(func=run)

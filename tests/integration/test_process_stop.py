@@ -15,6 +15,7 @@ import pytest
 
 from harness.components import ProcState
 from harness.remote import LocalRemote, ProcessControl
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +45,7 @@ def test_stop_ends_the_process_whatever_it_does_with_sigterm(tmp_path: Path, scr
     control, pidfile, pid = _start(tmp_path, script)
     if pause:
         os.killpg(pid, signal.SIGSTOP)
-        assert control.state(pidfile) is ProcState.PAUSED
+        wait_for(lambda: control.state(pidfile) is ProcState.PAUSED, 10, "the process to be paused")
     assert control.stop(pidfile, grace=1.0) is True
     assert _gone(pid) and control.state(pidfile) is ProcState.STOPPED
 
