@@ -101,16 +101,10 @@ class ProcessControl:
         res = self.remote.run(f"test -f {pf} && ps -o stat= -p $(cat {pf}) 2>/dev/null", timeout=10)
         return parse_stat(res.stdout)
 
-    def signal(self, pid: int, sig: str) -> bool:
-        # Negative pid = the whole process group created by setsid.
-        res = self.remote.run(f"kill -{sig} -- -{pid} 2>/dev/null || kill -{sig} {pid} 2>/dev/null", timeout=10)
-        return res.ok
-
     def signal_pidfile(self, pidfile: str, sig: str) -> bool:
         """Signal the process (group) of ``pidfile`` in one remote command; False when none."""
         pf = shlex.quote(pidfile)
-        res = self.remote.run(f"test -f {pf} && p=$(cat {pf}) && "
-                              f"(kill -{sig} -- -$p 2>/dev/null || kill -{sig} $p 2>/dev/null)", timeout=10)
+        res = self.remote.run(f"test -f {pf} && p=$(cat {pf}) && ({signal_group(sig)})", timeout=10)
         return res.ok
 
     def stop(self, pidfile: str, grace: float = 5.0) -> bool:
@@ -134,18 +128,31 @@ KILL_WAIT_S = 5.0
 _KILL_WAIT_POLLS = math.ceil(KILL_WAIT_S / _POLL_S)
 
 
+def signal_group(sig: str) -> str:
+    """Shell that sends ``sig`` to the process group ``$p`` leads (a negative pid: ``setsid`` made it
+    a group), else to ``$p`` alone. ``kill -SIG -PID``, never ``kill -SIG -- -PID``: dash's kill (the
+    ``sh`` of Debian and Ubuntu) refuses ``--``, and the group then went unsignalled."""
+    return f"kill -{sig} -$p 2>/dev/null || kill -{sig} $p 2>/dev/null"
+
+
 def _pid_and_gone(pidfile: str) -> str:
     """Shell prologue shared by stop and kill: ``$p`` from the pidfile and ``gone`` (``parse_stat``'s
-    stopped: no process, or a zombie); prints ``none`` and exits when nothing runs."""
+    stopped: no process, or a zombie); prints ``none`` and exits when nothing runs, after killing
+    whatever its group left (a child of a leader that died)."""
     return (
         f"p=$(cat {shlex.quote(pidfile)} 2>/dev/null); case \"$p\" in ''|*[!0-9]*) echo none; exit 0;; esac; "
         "gone() { s=$(ps -o stat= -p \"$p\" 2>/dev/null); case \"$s\" in ''|*[ZXx]*) return 0;; esac; return 1; }; "
-        "if gone; then echo none; exit 0; fi; "
+        f"if gone; then {_STRAGGLERS} echo none; exit 0; fi; "
     )
 
 
+# Once the leader is gone, what is left of its group is a straggler (a child that ignored the
+# signal or outlived its parent): killed, so that a stop leaves nothing of the group running. The
+# group id cannot have been reused: the kernel gives no new process the id of a group that exists.
+_STRAGGLERS = "kill -KILL -$p 2>/dev/null;"
+
 _KILL_AND_WAIT = (
-    "kill -KILL -- -$p 2>/dev/null || kill -KILL $p 2>/dev/null; "
+    f"{signal_group('KILL')}; "
     f"i=0; while [ $i -lt {_KILL_WAIT_POLLS} ] && ! gone; do sleep {_POLL_S}; i=$((i+1)); done; echo kill"
 )
 
@@ -158,14 +165,14 @@ def kill_command(pidfile: str) -> str:
 
 def stop_command(pidfile: str, grace: float) -> str:
     """Shell that stops the process (group) of ``pidfile`` and prints ``none`` (nothing ran), ``term``
-    (gone within ``grace`` of SIGTERM) or ``kill`` (SIGKILLed after it, as ``kill_command``).
-    A paused process is continued first: it cannot act on SIGTERM."""
+    (gone within ``grace`` of SIGTERM; its group's stragglers SIGKILLed) or ``kill`` (SIGKILLed after
+    it, as ``kill_command``). A paused process is continued first: it cannot act on SIGTERM."""
     polls = max(1, math.ceil(grace / _POLL_S))
+    term = f"gone && {{ {_STRAGGLERS} echo term; exit 0; }}"
     return (
         _pid_and_gone(pidfile)
-        + "kill -CONT -- -$p 2>/dev/null; kill -TERM -- -$p 2>/dev/null || kill -TERM $p 2>/dev/null; "
-        f"i=0; while [ $i -lt {polls} ]; do gone && {{ echo term; exit 0; }}; sleep {_POLL_S}; i=$((i+1)); done; "
-        "gone && { echo term; exit 0; }; "
+        + f"{signal_group('CONT')}; {signal_group('TERM')}; "
+        f"i=0; while [ $i -lt {polls} ]; do {term}; sleep {_POLL_S}; i=$((i+1)); done; {term}; "
         + _KILL_AND_WAIT
     )
 

@@ -21,7 +21,7 @@ from harness.localstate import (
     owner_alive,
     processes_mentioning,
 )
-from harness.remote import RemoteError, kill_local_pid
+from harness.remote import ProcessControl, RemoteError, kill_local_pid
 from harness.salvage import salvage
 
 
@@ -131,9 +131,7 @@ def _remote_teardown(st: dict) -> tuple[int, int | None]:
             if remote is None:
                 continue
             for pf in pidfiles:
-                res = remote.run(f"p=$(cat {shlex.quote(pf)} 2>/dev/null) && kill -KILL -- -$p 2>/dev/null; "
-                                 f"kill -KILL $p 2>/dev/null; true")
-                killed += res.ok
+                killed += ProcessControl(remote).kill(pf)
         # A crash mid net_partition leaves the harness's nftables table on the nodes.
         on_nodes(list(cluster.remotes.values()), lambda r: r.run(FIREWALL_HEAL))
 

@@ -2,7 +2,10 @@
 (``remote.stop_command``, ``remote.kill_command``): a process that exits on SIGTERM, one that
 ignores it (SIGKILLed after the grace), a paused one (continued first), and nothing to stop (no
 pidfile, a process already gone). Both return only once the process is gone: a fast bounce starts
-its successor right after, and a SIGKILLed process can still be listed for a while on a loaded node."""
+its successor right after, and a SIGKILLed process can still be listed for a while on a loaded node.
+And nothing of its group is left: LocalRemote runs commands with ``sh``, which is dash here, as a
+node's login shell may be; dash's kill refused ``kill -SIG -- -PID``, so a paused process's child
+stayed stopped for good and a child of a stopped one ran on."""
 
 from __future__ import annotations
 
@@ -28,18 +31,23 @@ def _start(tmp_path: Path, script: str) -> tuple[ProcessControl, str, int]:
     return control, pidfile, pid
 
 
-def _gone(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in "ZXx"
+def _group_gone(pgid: int) -> bool:
+    """No process of the group ``pgid`` is left but zombies: not its leader, not a child of it."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in "ZXx":
+            return False
+    return True
 
 
 @pytest.mark.parametrize("script, pause", [
     ("sleep 30 & wait", False),
     ("trap '' TERM; while :; do sleep 0.1; done", False),
     ("sleep 30 & wait", True),
+    ("(trap '' TERM; sleep 30) & wait", False),  # the leader ends on SIGTERM, its child does not
 ])
 def test_stop_ends_the_process_whatever_it_does_with_sigterm(tmp_path: Path, script: str, pause: bool) -> None:
     control, pidfile, pid = _start(tmp_path, script)
@@ -47,7 +55,7 @@ def test_stop_ends_the_process_whatever_it_does_with_sigterm(tmp_path: Path, scr
         os.killpg(pid, signal.SIGSTOP)
         wait_for(lambda: control.state(pidfile) is ProcState.PAUSED, 10, "the process to be paused")
     assert control.stop(pidfile, grace=1.0) is True
-    assert _gone(pid) and control.state(pidfile) is ProcState.STOPPED
+    assert _group_gone(pid) and control.state(pidfile) is ProcState.STOPPED
 
 
 def test_stop_with_nothing_running_says_so(tmp_path: Path) -> None:
@@ -63,6 +71,6 @@ def test_kill_returns_once_the_process_is_gone(tmp_path: Path, pause: bool) -> N
     if pause:
         os.killpg(pid, signal.SIGSTOP)
     assert control.kill(pidfile) is True
-    assert _gone(pid) and control.state(pidfile) is ProcState.STOPPED
+    assert _group_gone(pid) and control.state(pidfile) is ProcState.STOPPED
     assert control.kill(pidfile) is False
     assert control.kill(str(tmp_path / "none.pid")) is False
