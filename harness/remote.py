@@ -318,15 +318,17 @@ class SSHRemote:
 
 
 class LocalRemote:
-    """Same protocol over subprocess on this machine."""
+    """Same protocol over subprocess on this machine, each command run by ``shell -c`` (``sh``; a
+    test may name the shell a node's login shell would be)."""
 
-    def __init__(self, name: str = "local") -> None:
+    def __init__(self, name: str = "local", shell: str = "sh") -> None:
         self.name = name
+        self.shell = shell
 
     def run(self, command: str, timeout: float = 60.0, check: bool = False) -> CommandResult:
         try:
             p = subprocess.run(
-                ["sh", "-c", command], capture_output=True, text=True, timeout=timeout, check=False
+                [self.shell, "-c", command], capture_output=True, text=True, timeout=timeout, check=False
             )
         except subprocess.TimeoutExpired as e:
             raise RemoteError(f"{self.name}: {command!r} timed out after {timeout}s") from e

@@ -3,9 +3,9 @@
 ignores it (SIGKILLed after the grace), a paused one (continued first), and nothing to stop (no
 pidfile, a process already gone). Both return only once the process is gone: a fast bounce starts
 its successor right after, and a SIGKILLed process can still be listed for a while on a loaded node.
-And nothing of its group is left: LocalRemote runs commands with ``sh``, which is dash here, as a
-node's login shell may be; dash's kill refused ``kill -SIG -- -PID``, so a paused process's child
-stayed stopped for good and a child of a stopped one ran on."""
+And nothing of its group is left, whether the commands run in bash or in dash: dash's kill refused
+``kill -SIG -- -PID``, so a paused process's child stayed stopped for good and a child of a stopped
+one ran on."""
 
 from __future__ import annotations
 
@@ -23,8 +23,15 @@ from tests.waiting import wait_for
 pytestmark = pytest.mark.integration
 
 
-def _start(tmp_path: Path, script: str) -> tuple[ProcessControl, str, int]:
-    control = ProcessControl(LocalRemote())
+# The login shells a node may run the commands with: bash (root's on Debian) and dash (``sh``,
+# and the login shell ``useradd`` gives a new user there).
+@pytest.fixture(params=["dash", "bash"])
+def shell(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def _start(tmp_path: Path, script: str, shell: str) -> tuple[ProcessControl, str, int]:
+    control = ProcessControl(LocalRemote(shell=shell))
     pidfile = str(tmp_path / "p.pid")
     pid = control.start(f"sh -c {script!r}", str(tmp_path), pidfile, str(tmp_path / "p.log"))
     time.sleep(0.3)  # the shell has set its traps
@@ -49,8 +56,9 @@ def _group_gone(pgid: int) -> bool:
     ("sleep 30 & wait", True),
     ("(trap '' TERM; sleep 30) & wait", False),  # the leader ends on SIGTERM, its child does not
 ])
-def test_stop_ends_the_process_whatever_it_does_with_sigterm(tmp_path: Path, script: str, pause: bool) -> None:
-    control, pidfile, pid = _start(tmp_path, script)
+def test_stop_ends_the_process_whatever_it_does_with_sigterm(tmp_path: Path, script: str, pause: bool,
+                                                            shell: str) -> None:
+    control, pidfile, pid = _start(tmp_path, script, shell)
     if pause:
         os.killpg(pid, signal.SIGSTOP)
         wait_for(lambda: control.state(pidfile) is ProcState.PAUSED, 10, "the process to be paused")
@@ -58,16 +66,16 @@ def test_stop_ends_the_process_whatever_it_does_with_sigterm(tmp_path: Path, scr
     assert _group_gone(pid) and control.state(pidfile) is ProcState.STOPPED
 
 
-def test_stop_with_nothing_running_says_so(tmp_path: Path) -> None:
-    control = ProcessControl(LocalRemote())
+def test_stop_with_nothing_running_says_so(tmp_path: Path, shell: str) -> None:
+    control = ProcessControl(LocalRemote(shell=shell))
     assert control.stop(str(tmp_path / "none.pid"), grace=1.0) is False
-    _, pidfile, pid = _start(tmp_path, "exit 0")
+    _, pidfile, pid = _start(tmp_path, "exit 0", shell)
     assert control.stop(pidfile, grace=1.0) is False
 
 
 @pytest.mark.parametrize("pause", [False, True])
-def test_kill_returns_once_the_process_is_gone(tmp_path: Path, pause: bool) -> None:
-    control, pidfile, pid = _start(tmp_path, "trap '' TERM; while :; do sleep 0.1; done")
+def test_kill_returns_once_the_process_is_gone(tmp_path: Path, pause: bool, shell: str) -> None:
+    control, pidfile, pid = _start(tmp_path, "trap '' TERM; while :; do sleep 0.1; done", shell)
     if pause:
         os.killpg(pid, signal.SIGSTOP)
     assert control.kill(pidfile) is True
