@@ -137,11 +137,10 @@ SUBMIT_OPTIONS = {"spark.jars": "--jars", "spark.driver.extraJavaOptions": "--dr
 
 def added(key: str, ours: str, sep: str, props: Mapping[str, str]) -> str:
     """The session's ``key``: the user's value (``props``, their properties files), then ``ours`` (a
-    list joined by ``sep``). Where
-    ``$PYSPARK_SUBMIT_ARGS`` sets the key itself (its option in ``SUBMIT_OPTIONS``, else its last
-    ``--conf key=``), spark-submit starts the driver with that whatever the session says, so
-    ``ours`` is added there as well (in this process's environment, which pyspark reads when it
-    starts the JVM)."""
+    list joined by ``sep``). Where ``$PYSPARK_SUBMIT_ARGS`` sets the key itself (its option in
+    ``SUBMIT_OPTIONS``, else its last ``--conf key=``), spark-submit starts the driver with that
+    whatever the session says, so ``ours`` is added there as well (in this process's environment,
+    which pyspark reads when it starts the JVM)."""
     args = submit_args()
     option, prefix = SUBMIT_OPTIONS.get(key), ""
     at = [i + 1 for i in range(len(args) - 1) if args[i] == option]

@@ -130,8 +130,8 @@ def _remote_teardown(st: dict) -> tuple[int, int | None]:
             remote = cluster.remotes.get(node)
             if remote is None:
                 continue
-            for pf in pidfiles:
-                killed += ProcessControl(remote).kill(pf)
+            control = ProcessControl(remote)
+            killed += sum(control.kill(pf) for pf in pidfiles)
         # A crash mid net_partition leaves the harness's nftables table on the nodes.
         on_nodes(list(cluster.remotes.values()), lambda r: r.run(FIREWALL_HEAL))
 
