@@ -8,8 +8,9 @@ load their classes faster (docs/analysis.md has the figures).
 its classes at exit, checks the built-in warm-up history and runs analyze's ingest path on it, and
 stops; a second child proves the archive maps (``-Xshare:on`` fails the JVM's start otherwise); only
 then is it moved into place, by one rename, because a JVM given a truncated archive crashes. The
-name carries a digest of the Java binary and of pyspark's jars: after either changes, sessions
-start without an archive until the next ``make install`` builds theirs. ``HARNESS_SPARK_CDS=off`` starts them without one.
+name carries a digest of the Java binary, of pyspark's jars and of the warm-up history: after any
+of them changes, sessions start without an archive until the next ``make install`` builds theirs.
+``HARNESS_SPARK_CDS=off`` starts them without one.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ DIR_ENV = "HARNESS_SPARK_CDS_DIR"  # where archives live (default: inside this P
 _DUMP_ENV = "_HARNESS_SPARK_CDS_DUMP"  # set for the building child: dump the classes here at exit
 _VERIFY_ENV = "_HARNESS_SPARK_CDS_VERIFY"  # set for the verifying child: map this one, or fail
 _PREFIX = "driver-"
+# checkers.project.WARM_UP_HISTORY (not imported: that would be a cycle): the classes the archive holds
+# are those this history's check loads, so a new history means a new archive
+TRAINED_ON = Path(__file__).with_name("warm_up.jsonl")
 
 
 def archive_dir() -> Path:
@@ -53,7 +57,9 @@ def archive_path() -> Path | None:
         return None
     jars = Path(pyspark.__file__).parent / "jars"
     st = java.stat()
-    key = f"{java}:{st.st_size}:{st.st_mtime_ns}:{pyspark.__version__}:{jars}:{jars.stat().st_mtime_ns if jars.exists() else 0}"
+    warm = hashlib.sha256(TRAINED_ON.read_bytes()).hexdigest()
+    key = (f"{java}:{st.st_size}:{st.st_mtime_ns}:{pyspark.__version__}:{jars}:"
+           f"{jars.stat().st_mtime_ns if jars.exists() else 0}:{warm}")
     return archive_dir() / f"{_PREFIX}{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 

@@ -61,7 +61,8 @@ def select(names: Sequence[str] | None, margin_ms: int | None = None) -> tuple[C
 
 def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], SparkSession] | None = None,
                     names: Sequence[str] | None = None, margin_ms: int | None = None,
-                    local: bool = False, timings: dict[str, float] | None = None) -> dict[str, Result]:
+                    local: bool = False, timings: dict[str, float] | None = None,
+                    cancelled: Callable[[], bool] | None = None) -> dict[str, Result]:
     """{path: composed result} of the named checkers (all for None) over each history.
 
     ``timings``, when given, receives the seconds each step took: ``session`` (getting the
@@ -71,6 +72,9 @@ def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], 
     ``spark`` may be a zero-argument callable: it is called only when some checker needs Spark
     (``local=False``, or a selected checker without a local driver); ``None`` uses the shared
     session (``checkers.spark.get_spark``).
+
+    ``cancelled``, when it returns True before a checker starts, skips that checker and the rest:
+    a warm-up that the real check has overtaken (``warm_up``).
     """
     paths = tuple(str(p) for p in paths)
     selected = select(names, margin_ms)
@@ -82,7 +86,7 @@ def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], 
 
         with _timed(timings, "load"):
             rows, counts = load_rows(paths, reads)
-        return _compose(selected, Events(paths, selected, rows=rows), counts, timings)
+        return _compose(selected, Events(paths, selected, rows=rows), counts, timings, cancelled)
     from checkers import events_df
     from checkers.spark import generated_code
 
@@ -93,7 +97,7 @@ def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], 
             loaded = events_df.load(spark_session, paths, reads)
         try:
             return _compose(selected, Events(paths, selected, frame=loaded.frame, small=loaded.small), loaded.counts,
-                            timings)
+                            timings, cancelled)
         finally:
             loaded.release()
 
@@ -118,9 +122,12 @@ def _timed(timings: dict[str, float] | None, step: str) -> Iterator[None]:
 
 
 def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, int],
-             timings: dict[str, float] | None = None) -> dict[str, Result]:
+             timings: dict[str, float] | None = None,
+             cancelled: Callable[[], bool] | None = None) -> dict[str, Result]:
     per = {}
     for c in selected:
+        if cancelled is not None and cancelled():
+            break
         with _timed(timings, c.name):
             per[c.name] = c.check(events)
     return {p: compose({name: r[p] for name, r in per.items()}, events=counts.get(p, 0), model=MODEL)
@@ -130,12 +137,16 @@ def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, in
 WARM_UP_HISTORY = Path(__file__).with_name("warm_up.jsonl")
 
 
-def warm_up(spark: SparkSession) -> float:
-    """Check a small built-in history (``warm_up.jsonl``: two brokers registering; every checker runs)
-    so that the JVM compiles the checkers' code paths before a real history arrives; the seconds it
-    took. A check on a cold JIT takes two to three times as long as the same check warm
-    (docs/checking.md). A file shipped with the package, not one written per call: a run killed
-    during its background warm-up leaves nothing behind."""
+def warm_up(spark: SparkSession, cancelled: Callable[[], bool] | None = None) -> float:
+    """Check a small built-in history so that the JVM compiles the checkers' code paths before a real
+    history arrives; the seconds it took. A check on a cold JIT takes two to three times as long as
+    the same check warm (docs/checking.md). ``warm_up.jsonl`` is a real run's history (`harness run
+    --workload queue --rate 15 --concurrency 4 --time-limit 12`: 771 events of 37 kinds, a broker
+    isolated and healed, valid), so that every checker takes the paths a real run's check takes; a
+    history of two brokers registering left most of them cold. ``cancelled`` (see
+    ``check_histories``) lets a run's check overtake it rather than wait for the checkers it has
+    not reached. A file shipped with the package, not one written per call: a run killed during
+    its background warm-up leaves nothing behind."""
     t0 = time.perf_counter()
-    check_histories([str(WARM_UP_HISTORY)], spark=spark)
+    check_histories([str(WARM_UP_HISTORY)], spark=spark, cancelled=cancelled)
     return time.perf_counter() - t0

@@ -21,6 +21,7 @@ engine is unit-tested with fakes.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import shlex
@@ -130,6 +131,7 @@ class Engine:
         self._scratch = Path(tempfile.mkdtemp(prefix=owner_prefix(ENGINE_PREFIX)))
         self._scratch_kept = False  # a cluster that could not be torn down leaves it to `harness teardown`
         self._spark_future: Any = None
+        self._check_began = threading.Event()
         self._zk: Any = None
         self._teardown: threading.Thread | None = None  # a cluster being torn down while a run checks
         self.missing_sources: list[str] = []  # the last run's sources whose events could not be collected
@@ -159,10 +161,12 @@ class Engine:
             # A run's history is run-sized: a JVM tuned for start-up (checkers.spark.QUICK_JVM), its
             # JIT warmed on a built-in history while the cluster plays: on an idle 2-core machine
             # `make run` went from 63.0 / 61.1 s to 54.4 / 53.9 s (docs/checking.md).
-            self._spark_future = start_spark_in_background(self.spark_master, quick=True, then=warm_up)
+            self._spark_future = start_spark_in_background(
+                self.spark_master, quick=True, then=functools.partial(warm_up, cancelled=self._check_began.is_set))
 
     def spark(self) -> Any:
         self.warm_spark()
+        self._check_began.set()  # the warm-up stops after its current checker: this check compiles the rest
         return self._spark_future.result()
 
     def _drop_cluster_in_background(self) -> None:

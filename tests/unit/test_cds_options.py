@@ -58,6 +58,18 @@ def test_the_archive_is_keyed_on_the_java_binary(archive_dir: Path, tmp_path: Pa
     assert cds.archive_path() is None and cds.jvm_options() == ""
 
 
+def test_the_archive_is_keyed_on_the_warm_up_history(archive_dir: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from checkers.project import WARM_UP_HISTORY
+
+    assert cds.TRAINED_ON == WARM_UP_HISTORY
+    before = cds.archive_path()
+    history = tmp_path / "warm_up.jsonl"
+    history.write_bytes(WARM_UP_HISTORY.read_bytes() + b"\n")
+    monkeypatch.setattr(cds, "TRAINED_ON", history)
+    assert cds.archive_path() != before
+
+
 def test_an_unknown_argument_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cds.main(["--bogus"]) == 254
     assert "unknown argument '--bogus'" in capsys.readouterr().err

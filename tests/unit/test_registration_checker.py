@@ -154,6 +154,20 @@ def test_timings_name_the_load_and_every_checker_in_order_and_leave_the_verdict_
     assert all(isinstance(s, float) and s >= 0 for s in timings.values())
 
 
+def test_once_cancelled_the_checkers_not_begun_are_skipped(tmp_path: Path) -> None:
+    """``cancelled`` (a warm-up that a run's check overtook) is asked before each checker: the one
+    running finishes, the rest are not begun."""
+    asked: list[int] = []
+
+    def cancelled() -> bool:
+        asked.append(1)
+        return len(asked) > 1
+
+    r = check(healthy(), tmp_path, cancelled=cancelled)
+    assert list(r["checkers"]) == NAMES[:1] and len(asked) == 2
+    assert list(check(healthy(), tmp_path, cancelled=lambda: False)["checkers"]) == NAMES
+
+
 def test_a_noop_heal_ends_no_fault_so_the_window_counts_from_the_last_real_one(tmp_path: Path) -> None:
     """The engine's final heal undid nothing (``noop``) at 14.5 s: the window runs from the isolation's
     stop at 8.0 s, so a run_end at 16.0 s decides it; a heal that did undo something moves it."""
