@@ -28,7 +28,7 @@ _DUMP_ENV = "_HARNESS_SPARK_CDS_DUMP"  # set for the building child: dump the cl
 _VERIFY_ENV = "_HARNESS_SPARK_CDS_VERIFY"  # set for the verifying child: map this one, or fail
 _PREFIX = "driver-"
 # checkers.project.WARM_UP_HISTORY (not imported: that would be a cycle): the classes the archive holds
-# are those this history's check loads, so a new history means a new archive
+# are those this history's check and analysis load, so a new history means a new archive
 TRAINED_ON = Path(__file__).with_name("warm_up.jsonl")
 
 

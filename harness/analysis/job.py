@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from harness.analysis.tables import Table
 
 PAGE = "analysis.html"
-WARM_UP_HISTORY = Path(__file__).with_name("warm_up.jsonl")
 WARM_UP_RUNS, WARM_UP_LINES = 20, 10_000  # about a `make run`'s size each
 WARM_UP_PREFIX = "zkfence-analyze-warm-up-"  # + "<pid>-<start>-": whose it is, for `harness teardown`
 
@@ -103,10 +102,13 @@ def write_tables(spark: SparkSession, tables: list[Table], out: Path, summary: s
 
 
 def warm_up(spark: SparkSession, runs: int = WARM_UP_RUNS, lines: int = WARM_UP_LINES) -> float:
-    """Run the job on ``runs`` copies of a stored run (``warm_up.jsonl``: a run of the queue workload
-    with an isolated broker, so heals, registrations and client operations; its history repeated to
-    ``lines`` lines) in a temporary store, removed after; the seconds it took. A file shipped with the
-    package: nothing is written outside the temporary directory."""
+    """Run the job on ``runs`` copies of a stored run (the check's warm-up history,
+    ``checkers.project.WARM_UP_HISTORY``: a run of the queue workload with an isolated broker, so
+    heals, registrations and client operations; its history repeated to ``lines`` lines) in a
+    temporary store, removed after; the seconds it took. A file shipped with the package: nothing is
+    written outside the temporary directory."""
+    from checkers.project import WARM_UP_HISTORY
+
     t0 = time.perf_counter()
     history = [ln for ln in WARM_UP_HISTORY.read_text(encoding="utf-8").splitlines() if ln.strip()]
     text = "\n".join(history * -(-lines // len(history))) + "\n"
