@@ -14,10 +14,11 @@ plan, collect the anomalies (one job). I/O floor: read the same Parquet and aggr
 scan of every column the plans declare they read (``Checker.reads``: a superset of what each scans;
 sum of hashes, so no metadata-only count), on the same session.
 Figures are printed after the SparkSession is up, each run's with what the JVM spent during it
-(CPU, of which JIT compiling and GC; classes Spark generated): a size's first run compiles the plans'
-code and the engine's, the runs after it (``--repeat K``: K runs of the checkers and of the floor at
-each size, alternated) show the same work on warm code. ``--per-plan`` then times each plan alone on
-the largest size, once to warm and once measured, slowest first: where the family's time goes.
+(CPU, of which JIT compiling and GC; classes Spark generated), the floor's too: a size's first run
+compiles the plans' code and the engine's, the runs after it (``--repeat K``: K runs of the checkers
+and of the floor at each size, alternated) show the same work on warm code. ``--per-plan`` then times
+each plan alone on the largest size, once to warm and once measured, slowest first: where the
+family's time goes.
 """
 
 from __future__ import annotations
@@ -159,9 +160,11 @@ def main() -> int:
             before = jvm_account(spark)
             res, check = timed_collect(spark, PLANS, out)
             jvm = spent(before, jvm_account(spark))
+            before = jvm_account(spark)
             t0 = time.monotonic()
             scan = spark.read.parquet(str(out)).select(F.sum(F.hash(*cols)).alias("h"), F.count(F.lit(1)).alias("n")).collect()
             floor = time.monotonic() - t0
+            floor_jvm = spent(before, jvm_account(spark))
             if run == 1:
                 bad = {k: v["stats"]["anomalies_total"] for k, v in res["bench"].items() if v["valid"] is False}
                 unknown = {k: v["stats"].get("unknown_total", 0) for k, v in res["bench"].items()
@@ -172,9 +175,10 @@ def main() -> int:
                       f"{floor:5.1f} s | checkers/floor {check / floor:4.1f}x | rows {scan[0]['n']:,} | anomalies "
                       f"{bad or 'none'} | unknown {unknown or 'none'}")
                 print(f"{'':>10}  run 1: {jvm}")
+                print(f"{'':>10}  floor: {floor_jvm}")
             else:
                 print(f"{'':>10}  run {run} (warm): checkers {check:6.1f} s | I/O floor {floor:5.1f} s"
-                      f" | checkers/floor {check / floor:4.1f}x | {jvm}")
+                      f" | checkers/floor {check / floor:4.1f}x | {jvm} | floor: {floor_jvm}")
     if len(sizes) >= 2:
         lo, hi = sizes[0], sizes[-1]
         print(f"time ratio {hi:,}/{lo:,} events: {times[hi] / times[lo]:.2f} (size ratio {hi / lo:.0f})")
