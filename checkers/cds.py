@@ -27,8 +27,9 @@ DIR_ENV = "HARNESS_SPARK_CDS_DIR"  # where archives live (default: inside this P
 _DUMP_ENV = "_HARNESS_SPARK_CDS_DUMP"  # set for the building child: dump the classes here at exit
 _VERIFY_ENV = "_HARNESS_SPARK_CDS_VERIFY"  # set for the verifying child: map this one, or fail
 _PREFIX = "driver-"
-# checkers.project.WARM_UP_HISTORY (not imported: that would be a cycle): the classes the archive holds
-# are those this history's check and analysis load, so a new history means a new archive
+# The warm-up history (checkers.project.WARM_UP_HISTORY is this path: defined here because this module
+# imports nothing of the project's): the classes the archive holds are those this history's check and
+# analysis load, so a new history means a new archive
 TRAINED_ON = Path(__file__).with_name("warm_up.jsonl")
 
 
