@@ -53,7 +53,7 @@ def _real_wire_proxy(cluster: Any, events: Path, run_id: str, *, max_frame: int 
 
 
 def _real_nemeses(cluster: Any, spec: TestSpec, proxy: Any = None) -> list[Any]:
-    from nemesis.registry import default_nemeses as catalogue
+    from nemesis.nemeses import default_nemeses as catalogue
 
     nemeses = catalogue()
     wire = proxy if proxy is not None else getattr(cluster, "zkproxy", None)

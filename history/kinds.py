@@ -121,8 +121,9 @@ def _zkproxy(name: str, fields: str) -> Kind:
 OPS = "invoke ok fail info"
 
 # Faults the nemesis writes as an op (``type = info``; ``stage`` invoke/complete/error, ``phase``
-# start/stop). The catalogue is ``nemesis.registry.FAULTS`` plus the agent-hook faults
-# (``nemesis.agent_hooks``); a test holds this list to them.
+# start/stop). The catalogue is ``nemesis.registry.FAULTS``; this package is shipped to the brokers and
+# imports nothing of the nemesis, so it keeps the names itself, and a test
+# (tests/unit/test_contract_writers.py) holds them equal and names the fault missing on either side.
 FAULTS = (
     "isolate", "cut", "partition", "net_partition", "latency", "bandwidth", "reset_peer", "slow_close", "kill", "pause", "shutdown",
     "bounce", "fast_bounce", "wipe", "zk_rules", "hold_controller", "hold_alter_partition", "delay_request",

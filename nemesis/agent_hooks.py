@@ -19,13 +19,13 @@ from typing import Any
 
 from agent.client import AgentAdmin
 from nemesis.base import FaultOp
+from nemesis.registry import faults_of
 
-AGENT_HOOK_FAULTS = frozenset({"hold_controller", "hold_alter_partition", "delay_request"})
+AGENT_HOOK_FAULTS = faults_of("agent")
 
 
 class AgentHookNemesis:
     fs = AGENT_HOOK_FAULTS
-    default_roles = {f: "broker" for f in AGENT_HOOK_FAULTS}
 
     def __init__(self, timeout: float = 10.0) -> None:
         self.timeout = timeout

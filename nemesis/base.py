@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from history import EventWriter
 from nemesis.ops import Completion, FaultOp, TargetError
+from nemesis.registry import roles
 from nemesis.targets import Pools, cluster_pools, needs_links, resolve_op
 
 __all__ = ["Completion", "FaultOp", "Nemesis", "NemesisRunner", "TargetError"]
@@ -66,8 +67,7 @@ class NemesisRunner:
             return op
         if self._pools is None:
             self._pools = cluster_pools(self.cluster)
-        roles = {f: r for n in self.nemeses for f, r in getattr(n, "default_roles", {}).items()}
-        return resolve_op(op, self._pools, roles)
+        return resolve_op(op, self._pools, roles())
 
     def setup(self) -> None:
         for n in self.nemeses:

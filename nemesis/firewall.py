@@ -9,7 +9,8 @@ links, any direct node↔node connection): nftables rules in a table the harness
 Each node has its own netfilter only when it is its own host (an external inventory: VMs or
 network-namespace hosts); on the embedded loopback inventory every node shares this machine's
 netfilter and loopback traffic carries no per-node source address, so the fault is refused there.
-``harness teardown`` deletes the table on every node after a crash (``HEAL_COMMAND``).
+``harness teardown`` deletes the table on every node after a crash (``HEAL_COMMAND``, the fault's
+``crash_heal`` in ``nemesis.registry``).
 """
 
 from __future__ import annotations
@@ -19,20 +20,11 @@ from typing import Any
 
 from harness.remote import on_nodes
 from nemesis.grudges import Grudge, build
+from nemesis.nft import HEAL_COMMAND, TABLE, as_root
 from nemesis.ops import FaultOp
+from nemesis.registry import faults_of
 
-TABLE = "zkfence"
-FIREWALL_FAULTS = frozenset({"net_partition"})
-
-
-def as_root(command: str) -> str:
-    """``command`` run as root: directly when the SSH user is root, else through password-less sudo
-    (``harness doctor`` checks for one of the two)."""
-    return f'if [ "$(id -u)" = 0 ]; then {command}; else sudo -n sh -c {shlex.quote(command)}; fi'
-
-
-# Deleting the whole table removes the harness's rules and nothing else on the host.
-HEAL_COMMAND = as_root(f"nft delete table inet {TABLE} 2>/dev/null; true")
+FIREWALL_FAULTS = faults_of("firewall")
 
 
 def rules_for(node: str, grudge: Grudge, addresses: dict[str, str]) -> str | None:

@@ -29,6 +29,7 @@ from typing import Any
 from harness.components.toxiproxy import LinkNet
 from nemesis.grudges import LinkRef, build, grudge_cuts
 from nemesis.ops import FaultOp
+from nemesis.registry import faults_of
 
 # fault → (toxic type, default attributes from params)
 SHAPING: dict[str, tuple[str, dict[str, tuple[str, int]]]] = {
@@ -37,7 +38,7 @@ SHAPING: dict[str, tuple[str, dict[str, tuple[str, int]]]] = {
     "reset_peer": ("reset_peer", {"timeout": ("timeout_ms", 0)}),
     "slow_close": ("slow_close", {"delay": ("delay_ms", 1000)}),
 }
-LINK_FAULTS = frozenset({"isolate", "cut", "partition", *SHAPING})
+LINK_FAULTS = faults_of("link")
 STREAMS = {"both": ("upstream", "downstream"), "upstream": ("upstream",), "downstream": ("downstream",)}
 
 

@@ -11,6 +11,9 @@ empty_rejoin) are packaged like instant faults: each draw plays the episode's fi
 randomly drawn broker, the next draw waits for it to end, and one that would not end by
 ``time_limit`` is not started (the first is moved earlier to fit when it can).
 
+Which faults may be packaged, on which target specs, and the default package are rows of
+``nemesis.registry.FAULTS`` (``package``, ``package_default``).
+
 Targets stay specs (``params['spec']`` with a per-op ``seed``), resolved when the op runs, so the
 schedule is plain data: ``dump_schedule`` writes it and ``harness run --schedule`` replays it.
 """
@@ -22,27 +25,12 @@ from collections.abc import Sequence
 
 from nemesis.base import FaultOp
 from nemesis.episodes import EPISODES, Cluster, duration
-from nemesis.registry import FAULTS
+from nemesis.registry import FAULTS, package_defaults, package_targets
 from nemesis.schedule import Schedule, Step
 
-DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
-    "isolate": ("one-broker", "controller"),
-    "partition": ("one", "one-broker", "zk-leader", "halves", "majorities-ring", "bridge"),
-    "net_partition": ("zk-leader", "one-zk", "halves", "majorities-ring"),
-    "latency": ("one-broker", "minority-zk"),
-    "bandwidth": ("one-broker",),
-    "reset_peer": ("one-broker", "one-zk"),
-    "slow_close": ("one-broker",),
-    "kill": ("one-zk", "minority-zk", "zk-leader", "one-broker", "controller"),
-    "pause": ("one-zk", "zk-leader", "one-broker", "controller"),
-    "shutdown": ("one-broker", "controller", "one-zk"),
-    "bounce": ("one-broker", "controller"),
-    "fast_bounce": ("one-broker", "controller", "zk-leader"),
-    "wipe": ("one-broker",),
-}
-DEFAULT_FAULTS = ("partition", "kill", "pause")
-# what a campaign or `harness run --faults` may name: single faults and episodes
-PACKAGEABLE: tuple[str, ...] = (*DEFAULT_TARGETS, *EPISODES)
+DEFAULT_FAULTS = package_defaults()
+# what a campaign or `harness run --faults` may name: single faults with package targets, and episodes
+PACKAGEABLE: tuple[str, ...] = (*package_targets(), *EPISODES)
 
 
 def package_schedule(faults: Sequence[str] = DEFAULT_FAULTS, interval: float = 5.0, time_limit: float = 30.0,
@@ -63,7 +51,9 @@ def package_schedule(faults: Sequence[str] = DEFAULT_FAULTS, interval: float = 5
                 raise ValueError(f"episode {f} needs the cluster's brokers")
             steps += _episodes(f, rng, interval, time_limit, cluster)
             continue
-        choices = list((targets or {}).get(f) or DEFAULT_TARGETS[f])
+        choices = list((targets or {}).get(f) or FAULTS[f].package)
+        if not choices:
+            raise ValueError(f"fault {f} has no package targets (its FaultSpec's package) and none were given")
         instant = FAULTS[f].instant
         t = warmup + rng.uniform(0, 2 * interval)
         active = False

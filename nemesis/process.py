@@ -21,14 +21,14 @@ from typing import Any
 from harness.components import Component, ProcState
 from harness.remote import on_nodes
 from nemesis.ops import FaultOp
+from nemesis.registry import faults_of, instant_faults
 
-PROCESS_FAULTS = frozenset({"kill", "pause", "shutdown", "bounce", "fast_bounce", "wipe"})
-INSTANT = frozenset({"bounce", "fast_bounce", "wipe"})
+PROCESS_FAULTS = faults_of("process")
+INSTANT = PROCESS_FAULTS & instant_faults()
 
 
 class ProcessNemesis:
     fs = PROCESS_FAULTS
-    default_roles = {"wipe": "broker"}
 
     def __init__(self) -> None:
         self.cluster: Any = None

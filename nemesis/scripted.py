@@ -25,9 +25,9 @@ from typing import Any
 
 from harness.errors import UsageError
 from nemesis.base import FaultOp
-from nemesis.registry import COMMON_PARAMS, FAULTS
+from nemesis.registry import COMMON_PARAMS, FAULTS, grudge_faults
 from nemesis.schedule import Schedule, Step
-from nemesis.targets import GRUDGE_FAULTS, spec_error
+from nemesis.targets import WHOLE_GRUDGES, spec_error
 
 STEP_KEYS = ("at", "fault", "phase", "targets", "duration", "seed", "params")
 TOP_KEYS = ("name", "step")
@@ -104,9 +104,9 @@ def parse_schedule(text: str, path: Path, name: str | None = None) -> Schedule:
             err = spec_error(targets)
             if err:
                 raise bad("targets", err)
-            if isinstance(targets, str) and targets in ("halves", "bridge", "majorities-ring") \
-                    and fault not in GRUDGE_FAULTS:
-                raise bad("targets", f"{targets!r} is a partition spec: only for partition and net_partition")
+            if isinstance(targets, str) and targets in WHOLE_GRUDGES and not spec.grudge:
+                raise bad("targets", f"{targets!r} is a partition spec: only for "
+                                     f"{' and '.join(f for f in FAULTS if f in grudge_faults())}")
         duration = raw.get("duration")
         if duration is not None:
             if not _is_num(duration) or duration <= 0:

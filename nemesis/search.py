@@ -28,11 +28,11 @@ from hypothesis import seed as hyp_seed
 from hypothesis import strategies as st
 
 from nemesis.base import FaultOp
-from nemesis.registry import FAULTS
+from nemesis.registry import FAULTS, hunt_defaults
 from nemesis.schedule import Schedule, Step
 from nemesis.targets import DYNAMIC, WHOLE_GRUDGES, _count_role
 
-HUNT_FAULTS = ("isolate", "pause", "partition", "kill")
+HUNT_FAULTS = hunt_defaults()  # the rows of nemesis.registry.FAULTS with a ``hunt`` place, in that order
 GRID = 0.5
 
 
@@ -228,7 +228,7 @@ def confirm(replay: Callable[[Schedule, int], Any], windows: Sequence[Window], s
 def hunt_targets(broker_names: Sequence[str], zk_names: Sequence[str], faults: Sequence[str]) -> list[str]:
     """Explicit brokers first (the simplest shrink target), then ZooKeeper nodes and dynamic specs."""
     out = list(broker_names)
-    if any(FAULTS[f].kind == "process" for f in faults) or "partition" in faults:
+    if any(FAULTS[f].hunt_zk for f in faults):
         out += list(zk_names) + ["controller", "zk-leader"]
     return out
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nemesis.ops import FaultOp, TargetError
+from nemesis.registry import grudge_faults
 
 Spec = str | list[str]
 
@@ -144,9 +145,6 @@ def step_rng(op: FaultOp) -> random.Random:
     return random.Random(zlib.crc32(key.encode()))
 
 
-GRUDGE_FAULTS = frozenset({"partition", "net_partition"})  # faults whose targets may be a grudge spec
-
-
 def resolve_links(links: list[str], pools: Pools) -> list[str]:
     """``cut`` links whose far end is a dynamic spec (``b2->zk-followers``: the ZooKeeper servers that
     follow right now) → one link per node; plain ``a->b`` links pass through. An episode's schedule
@@ -177,7 +175,7 @@ def resolve_op(op: FaultOp, pools: Pools, default_roles: dict[str, str] | None =
         return op
     rng = step_rng(op)
     params = dict(op.params)
-    if op.f in GRUDGE_FAULTS:
+    if op.f in grudge_faults():  # its targets may be a whole-cluster grudge spec
         kind, targets = resolve_partition(spec, pools, rng)
         params.setdefault("grudge", kind)
     else:

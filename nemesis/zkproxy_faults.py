@@ -13,6 +13,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from nemesis.base import FaultOp
+from nemesis.registry import faults_of
 
 if TYPE_CHECKING:
     from harness.cluster import Cluster
@@ -35,7 +36,7 @@ def lost_connect_rule(rule_id: str, comment: str) -> dict[str, Any]:
 
 
 class ZkProxyNemesis:
-    fs = frozenset({"zk_rules"})
+    fs = faults_of("zkproxy")
 
     def __init__(self, client: ZkProxyClient) -> None:
         self.client = client

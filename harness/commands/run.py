@@ -224,10 +224,10 @@ def _refuse_short_sync(args: argparse.Namespace, inv: Inventory, faults: list[st
 
 
 def _refuse_host_faults(inv: Inventory, faults: set[str], where: str) -> None:
-    from nemesis.firewall import FIREWALL_FAULTS
+    from nemesis.registry import external_only
 
-    if inv.embedded and faults & FIREWALL_FAULTS:
-        raise UsageError(f"{where}: {', '.join(sorted(faults & FIREWALL_FAULTS))} needs nodes that are their own "
+    if inv.embedded and faults & external_only():
+        raise UsageError(f"{where}: {', '.join(sorted(faults & external_only()))} needs nodes that are their own "
                          f"hosts (an external inventory); on {inv.path} use partition (Toxiproxy)")
 
 

@@ -119,7 +119,7 @@ def _remote_teardown(st: dict) -> tuple[int, int | None]:
     from harness.cluster import Cluster
     from harness.inventory import load_inventory
     from harness.remote import on_nodes
-    from nemesis.firewall import HEAL_COMMAND as FIREWALL_HEAL
+    from nemesis.registry import crash_heals
 
     inv = load_inventory(st["inventory"])
     cluster = Cluster(inv, Path(st["scratch"]), st["run_id"])
@@ -132,8 +132,9 @@ def _remote_teardown(st: dict) -> tuple[int, int | None]:
                 continue
             control = ProcessControl(remote)
             killed += sum(control.kill(pf) for pf in pidfiles)
-        # A crash mid net_partition leaves the harness's nftables table on the nodes.
-        on_nodes(list(cluster.remotes.values()), lambda r: r.run(FIREWALL_HEAL))
+        # What a fault leaves on the nodes past its processes (net_partition's nftables table).
+        for command in crash_heals():
+            on_nodes(list(cluster.remotes.values()), lambda r, command=command: r.run(command))
 
         def fetch(node: str, src: str, dest: Path) -> bool:
             try:

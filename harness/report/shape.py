@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from history.ops import is_client_event, pair_operations
+from nemesis.registry import instant_faults
 
 Event = Mapping[str, Any]
 
-# Faults with a single (start) op: shown as lines, not bands. A fault may also say ``instant``.
-INSTANT_FAULTS = frozenset({"bounce", "fast_bounce", "wipe"})
 _EVENT_ID = re.compile(r"^[A-Za-z][\w:.-]*/\d+$")
 
 
@@ -137,6 +136,7 @@ def nemesis_bands(events: Sequence[Event], t0: float) -> tuple[list[Band], list[
     invoke to the stop's completion. A start never stopped ends at a later heal's completion, else at
     the end of the history. Instant faults (and heals) are lines at their completion."""
     end_of_history = span(events, t0)
+    instant = instant_faults()  # a single (start) op: a line, not a band (an op may also say ``instant``)
     open_: dict[tuple[str, tuple[str, ...]], tuple[float, str, bool]] = {}
     bands: list[Band] = []
     instants: list[Instant] = []
@@ -154,7 +154,7 @@ def nemesis_bands(events: Sequence[Event], t0: float) -> tuple[list[Band], list[
                     del open_[k]
                 instants.append(Instant("heal", (), t, eid, str(v.get("reason") or ""), stage == "error"))
             continue
-        if f in INSTANT_FAULTS or v.get("instant"):
+        if f in instant or v.get("instant"):
             if stage in ("complete", "error"):
                 instants.append(Instant(f, key[1], t, eid, "", stage == "error"))
             continue

@@ -9,7 +9,7 @@ import pytest
 from harness.components import ProcState
 from history import EventWriter
 from nemesis.base import FaultOp, NemesisRunner
-from nemesis.registry import default_nemeses
+from nemesis.nemeses import default_nemeses
 
 pytestmark = pytest.mark.integration
 
