@@ -26,7 +26,9 @@ from harness.errors import EXIT_BAD_INPUT, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("repro", help="reproduce a known JIRA (KAFKA-14845, -6584, -7235, -14139) and show it fixed",
+    from scenarios import jiras
+
+    p = sub.add_parser("repro", help=f"reproduce a known JIRA ({_short(jiras())}) and show it fixed",
                        description=summary(__doc__))
     p.add_argument("id", nargs="?", metavar="ID", help="scenario id (see --list)")
     p.add_argument("--list", action="store_true", help="list scenarios: id, title, availability, which Kafka release fixed it")
@@ -46,6 +48,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the agents' variant and the real-broker variant with the same story and print "
                         "both outcomes side by side (--zk-socket defaults to the socket the agents model)")
     p.set_defaults(func=run)
+
+
+def _short(jiras: list[str]) -> str:
+    """KAFKA-6584, -7235, -14139: the project prefix said once."""
+    out: list[str] = []
+    for j in jiras:
+        project, _, number = j.rpartition("-")
+        out.append(f"-{number}" if out and jiras[0].startswith(project + "-") else j)
+    return ", ".join(out)
 
 
 def compare_option(args: argparse.Namespace, sc: Any) -> bool:

@@ -3,18 +3,22 @@ with the fix, one cluster per scenario (slow: each pair of N runs takes one to t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from rich.console import Console
 
 from harness.engine import Engine
 from harness.inventory import load_inventory
-from scenarios import scenarios
+from scenarios import module_scenarios, scenario_modules, scenarios
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
 N = 3
-IDS = ["KAFKA-6584", "KAFKA-7235-fast-bounce", "KAFKA-7235-stale-stopreplica", "KAFKA-7235-stale-shutdown",
-       "KAFKA-14139"]
+# every scenario but those whose module has a test file of its own (test_repro_<module>.py)
+IDS = [sc.id for m in scenario_modules()
+       if not (Path(__file__).parent / f"test_repro_{m.__name__.rpartition('.')[2]}.py").exists()
+       for sc in module_scenarios(m)]
 
 
 @pytest.mark.parametrize("sid", IDS)
