@@ -4,24 +4,21 @@
 runner that records every operation as invoke → ok/fail/info in the history; each other module
 is clients of one kind (``workloads.kafka``: a producer and an admin client of the broker
 agents; ``workloads.queue``: the queue workload; ``workloads.register``: ZooKeeper znodes as
-registers). ``WORKLOADS`` is what `harness run --workload` offers.
+registers). A workload module declares how the command line builds it and its own options
+(``DEFINITION``, ``workloads.catalog``); ``DEFINITIONS`` is the registry, one line per workload,
+and ``WORKLOADS`` (each built with its defaults) is what `harness run --workload` offers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-
 from workloads import queue, register
 from workloads.base import NONE, Workload
+from workloads.catalog import WorkloadDef
 
-WORKLOADS: dict[str, Workload] = {NONE.name: NONE, "queue": queue.queue_workload(),
-                                  "register": register.register_workload()}
+DEFINITIONS: dict[str, WorkloadDef] = {d.name: d for d in (
+    WorkloadDef(NONE.name, lambda concurrency, rate: NONE),
+    queue.DEFINITION,
+    register.DEFINITION,
+)}
 
-# Workloads the command line can shape: (concurrency or None for the workload's default, rate,
-# {option: value} of the workload flags: acks, reads) -> Workload.
-BUILDERS: dict[str, Callable[[int | None, float | None, Mapping[str, str]], Workload]] = {
-    "queue": lambda concurrency, rate, o: queue.queue_workload(concurrency or queue.DEFAULT_CONCURRENCY, rate,
-                                                               o.get("acks", "all")),
-    "register": lambda concurrency, rate, o: register.register_workload(
-        concurrency or register.DEFAULT_CONCURRENCY, rate, o.get("reads", "sync")),
-}
+WORKLOADS: dict[str, Workload] = {name: d.make() for name, d in DEFINITIONS.items()}

@@ -30,6 +30,7 @@ from typing import Any
 from agent import znodes
 from agent.client import AppendUnknown, FetchError, KafkaClient
 from workloads.base import FAIL, INFO, OK, Op, Throttle, Workload
+from workloads.catalog import Option, WorkloadDef
 from workloads.kafka import append_op
 
 TOPIC = "queue"
@@ -186,3 +187,8 @@ def queue_workload(concurrency: int = DEFAULT_CONCURRENCY, rate: float | None = 
     gen = QueueGenerator(topic, partitions, concurrency, rate, acks)
     return Workload("queue", QueueClient(), gen, concurrency, QUEUE_CHECKERS,
                     setup=setup_ops(topic, partitions), final=final_ops(topic, partitions))
+
+
+# `harness run --workload queue`: its options, and how the command line builds it (workloads.DEFINITIONS)
+DEFINITION = WorkloadDef("queue", queue_workload, DEFAULT_CONCURRENCY, (
+    Option("acks", "all", "producer acks of the queue workload", choices=("all", "1")),))

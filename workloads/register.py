@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workloads.base import FAIL, INFO, OK, Op, Throttle, Workload
+from workloads.catalog import Option, WorkloadDef
 
 REGISTER_ROOT = "/zkfence/register"
 KEYS = 3
@@ -182,3 +183,9 @@ def register_workload(concurrency: int = DEFAULT_CONCURRENCY, rate: float | None
         raise ValueError(f"reads must be one of {', '.join(READ_MODES)}, not {reads!r}")
     gen = RegisterGenerator(keys, concurrency, rate, reads)
     return Workload("register", RegisterClient(), gen, concurrency, REGISTER_CHECKERS, setup=setup_ops(keys))
+
+
+# `harness run --workload register`: its options, and how the command line builds it (workloads.DEFINITIONS)
+DEFINITION = WorkloadDef("register", register_workload, DEFAULT_CONCURRENCY, (
+    Option("reads", "sync", "register workload reads: sync (sync(path) then get: linearizable) or plain (the "
+           "connected server's view: sequentially consistent)", choices=READ_MODES),))

@@ -31,9 +31,8 @@ from harness.outputs import writable_file
 from harness.spec import KafkaBrokers, TestSpec
 from harness.terminal import output_console
 from nemesis.schedule import Schedule, isolate_schedule
-from workloads import BUILDERS, WORKLOADS
+from workloads import DEFINITIONS, WORKLOADS
 from workloads.base import Workload
-from workloads.register import READ_MODES
 
 DEFAULT_TEST = "isolate-broker"
 # the checkers a real broker's run can feed: its log says registrations and sessions, not the
@@ -86,29 +85,30 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> Non
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
+    """--concurrency and --rate, and every option the workloads declare (``workloads.DEFINITIONS``)."""
+    defaults = ", ".join(f"{d.concurrency} for {d.name}" for d in DEFINITIONS.values() if d.concurrency)
     p.add_argument("--concurrency", type=int, default=None, metavar="N",
-                   help="client processes of the workload (default: the workload's, 12 for queue, 6 for register)")
+                   help=f"client processes of the workload (default: the workload's, {defaults})")
     p.add_argument("--rate", type=float, default=None, metavar="OPS",
                    help="client operations per second across all processes (default: unthrottled)")
-    p.add_argument("--acks", default="all", choices=("all", "1"), help="producer acks of the queue workload (default all)")
-    p.add_argument("--reads", default="sync", choices=READ_MODES,
-                   help="register workload reads: sync (sync(path) then get: linearizable) or plain (the connected "
-                        "server's view: sequentially consistent) (default sync)")
+    for d in DEFINITIONS.values():
+        for o in d.options:
+            p.add_argument(o.flag, dest=o.name, default=o.default, choices=o.choices, type=o.type,
+                           help=f"{o.help} (default {o.default})")
 
 
 def workload_from_args(args: argparse.Namespace) -> Workload:
     name = getattr(args, "workload", "none")
-    workload = WORKLOADS.get(name)
-    if workload is None:
+    if name not in DEFINITIONS:
         raise UsageError(f"--workload: no workload {name!r} (known: {', '.join(WORKLOADS)})")
     concurrency, rate = getattr(args, "concurrency", None), getattr(args, "rate", None)
     if concurrency is not None and concurrency <= 0:
         raise UsageError(f"--concurrency: must be > 0, got {concurrency}")
     if rate is not None and not rate > 0:
         raise UsageError(f"--rate: must be > 0 ops/s, got {rate}")
-    build = BUILDERS.get(name)
-    options = {o: getattr(args, o) for o in ("acks", "reads") if getattr(args, o, None) is not None}
-    return build(concurrency, rate, options) if build else workload
+    d = DEFINITIONS[name]  # a fresh workload: its generator keeps per-run state
+    options = {o.name: getattr(args, o.name) for o in d.options if getattr(args, o.name, None) is not None}
+    return d.make(concurrency, rate, options)
 
 
 def toggles_from_args(args: argparse.Namespace) -> dict[str, Any]:
