@@ -1,7 +1,7 @@
 """The Spark driver's class-data-sharing archive (Java's dynamic AppCDS): the classes a driver JVM
 loads, stored once in a file it maps at start, instead of read, parsed and verified from Spark's
 jars again by every process. A session then starts in about 2 s instead of 4, and its first jobs
-load their classes faster (docs/analysis.md has the figures).
+load their classes faster (bench/RESULTS.md has the figures).
 
 ``make install`` builds it when this Java's and pyspark's is missing (``python -m checkers.cds
 --if-missing``; without the flag it is rebuilt): a child process starts a session that dumps

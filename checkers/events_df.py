@@ -155,7 +155,7 @@ def write_events(ev: DataFrame, out: str) -> None:
     """``parse_all`` rows under OUT in the ``--parquet`` layout: a directory per run, each file's rows
     in kind (``f``) then history-position order. Every plan reads a few kinds and filters on ``f``
     first; with the kinds in runs, Parquet's page statistics let its scan skip the pages of every
-    other kind instead of decoding them (bench/checkers_epoch.py reads this layout; docs/checking.md
+    other kind instead of decoding them (bench/checkers_epoch.py reads this layout; bench/RESULTS.md
     has the figures). The writer wants its input ordered by ``run``: a prefix of this order, so this
     sort is the only one."""
     (

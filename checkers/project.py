@@ -158,7 +158,7 @@ WARM_UP_HISTORY = TRAINED_ON  # the class-data-sharing archive is trained on thi
 def warm_up(spark: SparkSession, cancelled: Callable[[], bool] | None = None) -> float:
     """Check a small built-in history so that the JVM compiles the checkers' code paths before a real
     history arrives; the seconds it took. A check on a cold JIT takes two to three times as long as
-    the same check warm (docs/checking.md). ``warm_up.jsonl`` is a real run's history (`harness run
+    the same check warm (bench/RESULTS.md). ``warm_up.jsonl`` is a real run's history (`harness run
     --workload queue --rate 15 --concurrency 4 --time-limit 12`: 771 events of 37 kinds, a broker
     isolated and healed, valid), so that every checker takes the paths a real run's check takes; a
     history of two brokers registering left most of them cold. ``cancelled`` (see

@@ -62,7 +62,7 @@ QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=
 QUICK_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen.wholeStage": "false"}
 # The throughput collector, not G1: a batch over millions of rows wants the least total GC work and
 # can take its pauses. bench/checkers_epoch.py at 10M events: 33.0 s with G1, 27.5 s with this
-# (docs/checking.md).
+# (bench/RESULTS.md).
 BATCH_JVM = "-XX:+UseParallelGC"
 # Compiled classes a session keeps (Spark's default: 100). One run of the fencing plans generates
 # about 160, so each run evicted the last one's and compiled all of them again, with Janino and then

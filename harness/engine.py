@@ -160,7 +160,7 @@ class Engine:
 
             # A run's history is run-sized: a JVM tuned for start-up (checkers.spark.QUICK_JVM), its
             # JIT warmed on a built-in history while the cluster plays: on an idle 2-core machine
-            # `make run` went from 63.0 / 61.1 s to 54.4 / 53.9 s (docs/checking.md).
+            # `make run` went from 63.0 / 61.1 s to 54.4 / 53.9 s (bench/RESULTS.md).
             self._spark_future = start_spark_in_background(
                 self.spark_master, quick=True, then=functools.partial(warm_up, cancelled=self._check_began.is_set))
 

@@ -6,9 +6,13 @@ operation in the history.
   reply). Its fields go in the event's ``value``.
 * ``Client``: ``open(ctx, process)`` binds a client to a logical process, ``invoke(op)`` performs
   one op and returns its completion, ``close()``. A client never writes events: the runner does.
-* ``Generator``: pure: the next op for a process at a time since the start, or ``None`` when that
-  process is done. No I/O, no clock: the runner passes the time in, so generators test on plain data.
-  A ``sleep`` op {s} throttles: the runner waits that long and records nothing.
+* ``Generator``: ``next_op(process, elapsed)``: the next op for a process at a time since the start,
+  or ``None`` when that process is done. It is called from every client thread at once (the runner
+  runs one thread per process slot), so it is not pure: it owns its state (the ops it has handed
+  each process, its throttle's bookings) and guards it with its own lock; ``OpCounter`` is that
+  state for the shipped generators. A process's ops come in order and each is handed out once.
+  No I/O, no clock: the runner passes the time in, so generators test on plain data. A ``sleep``
+  op {s} throttles: the runner waits that long and records nothing.
 * ``Workload``: a name, a client, a generator, how many processes run it, the checkers that
   read its operations, and ``setup``/``final`` ops run by one client (process ``"setup"`` before
   the processes start, ``"final"`` after the engine's recovery phase).
@@ -52,6 +56,8 @@ class Client(Protocol):
 
 
 class Generator(Protocol):
+    """Called concurrently by the runner's client threads: thread-safe, its state behind its own lock."""
+
     def next_op(self, process: int, elapsed: float) -> Op | None: ...
 
 
@@ -71,9 +77,10 @@ NONE = Workload("none")
 
 @dataclass
 class Throttle:
-    """A generator's rate limit, pure: ``rate`` ops/s across ``concurrency`` slots spaces a slot's
-    ops ``concurrency / rate`` seconds apart, slots staggered over one period. ``due`` returns the
-    ``sleep`` op to hand out until the slot's next op is due, else None (and books that op)."""
+    """A generator's rate limit: ``rate`` ops/s across ``concurrency`` slots spaces a slot's ops
+    ``concurrency / rate`` seconds apart, slots staggered over one period. ``due`` returns the
+    ``sleep`` op to hand out until the slot's next op is due, else None (and books that op). It
+    keeps a booking per slot and takes no lock: its owner calls it under its own (``OpCounter``)."""
 
     concurrency: int
     rate: float | None = None  # None: unthrottled
@@ -88,6 +95,26 @@ class Throttle:
             return Op(SLEEP, {"s": due - elapsed})
         self._due[slot] = max(due, elapsed - period) + period
         return None
+
+
+class OpCounter:
+    """A generator's state, shared by the client threads behind one lock: how many ops each process
+    has been handed, and the throttle. ``take`` books the process's next op and returns its number
+    ``k`` (0, 1, ... per process, each once, in call order), or the throttle's ``sleep`` op (nothing
+    booked). The shipped generators make process ``p``'s ``k``-th op a function of (p, k) alone."""
+
+    def __init__(self, concurrency: int, rate: float | None = None) -> None:
+        self._lock = threading.Lock()
+        self._issued: dict[int, int] = {}
+        self._throttle = Throttle(concurrency, rate)
+
+    def take(self, process: int, elapsed: float) -> int | Op:
+        with self._lock:
+            if (sleep := self._throttle.due(process, elapsed)) is not None:
+                return sleep
+            k = self._issued.get(process, 0)
+            self._issued[process] = k + 1
+            return k
 
 
 class OpRecorder:

@@ -14,8 +14,10 @@ consumers assign a partition and poll it, and a final read takes every partition
   after the engine's recovery phase: ``ok`` with ``offsets``/``values``/``hw``, ``fail``/``info``
   when it could not read the whole partition (the lost-write checker then says ``unknown``).
 
-The generator is pure: process ``p``'s ``k``-th op is a send of ``"p<p>-<k>"`` to partition
-``k % partitions`` when ``k`` is even, else a poll of partition ``p % partitions``. ``rate``
+The generator is called by every client thread at once; its state (the ops handed to each process,
+the throttle) is an ``OpCounter`` behind one lock. Process ``p``'s ``k``-th op is a send of
+``"p<p>-<k>"`` to partition ``(k // 2) % partitions`` when ``k`` is even, else a poll of partition
+``p % partitions``. ``rate``
 (ops/s across all processes) spaces a process's ops ``concurrency / rate`` seconds apart: the
 generator returns a ``sleep`` op (``WorkloadRunner`` waits, nothing is recorded) until the next
 op is due.
@@ -29,7 +31,7 @@ from typing import Any
 
 from agent import znodes
 from agent.client import AppendUnknown, FetchError, KafkaClient
-from workloads.base import FAIL, INFO, OK, Op, Throttle, Workload
+from workloads.base import FAIL, INFO, OK, Op, OpCounter, Workload
 from workloads.catalog import Option, WorkloadDef
 from workloads.kafka import append_op
 
@@ -43,23 +45,23 @@ QUEUE_CHECKERS = ("queue_lost_write", "queue_inconsistent_offsets", "queue_dupli
 
 @dataclass
 class QueueGenerator:
-    """Pure: the next op from (process, elapsed) and the ops already handed out, nothing else."""
+    """Thread-safe: the next op from (process, elapsed) and the ops already handed out (an
+    ``OpCounter``, locked), nothing else."""
 
     topic: str = TOPIC
     partitions: int = PARTITIONS
     concurrency: int = DEFAULT_CONCURRENCY
     rate: float | None = None  # ops/s across all processes; None: as fast as the clients go
     acks: str = "all"
-    _issued: dict[int, int] = field(default_factory=dict)  # per process: ops handed out
-    _throttle: Throttle | None = None
+    _ops: OpCounter = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._ops = OpCounter(self.concurrency, self.rate)
 
     def next_op(self, process: int, elapsed: float) -> Op | None:
-        k = self._issued.get(process, 0)
-        if self._throttle is None:
-            self._throttle = Throttle(self.concurrency, self.rate)
-        if (sleep := self._throttle.due(process, elapsed)) is not None:
-            return sleep
-        self._issued[process] = k + 1
+        k = self._ops.take(process, elapsed)
+        if isinstance(k, Op):  # the throttle's sleep
+            return k
         if k % 2 == 0:
             return Op("send", {"topic": self.topic, "partition": (k // 2) % self.partitions,
                                "value": f"p{process}-{k}", "acks": self.acks})

@@ -16,9 +16,10 @@ Clients run on the control node, each connected to ONE ZooKeeper server (process
   happen). The completion carries ``expected`` (the invoke cannot: the client picks it).
 
 A timeout or a lost connection is ``info`` (a write may or may not have happened) and the runner
-replaces the process; an op that could not even connect is ``fail``. The generator is pure:
-process ``p``'s ``k``-th op is picked from a fixed mix of (p, k): half reads, the rest writes and
-cas, over ``keys`` keys, values ``"p<p>-<k>"`` (unique).
+replaces the process; an op that could not even connect is ``fail``. The generator is called by
+every client thread at once; its state (the ops handed to each process, the throttle) is an
+``OpCounter`` behind one lock. Process ``p``'s ``k``-th op is picked from a fixed mix of (p, k):
+half reads, the rest writes and cas, over ``keys`` keys, values ``"p<p>-<k>"`` (unique).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from workloads.base import FAIL, INFO, OK, Op, Throttle, Workload
+from workloads.base import FAIL, INFO, OK, Op, OpCounter, Workload
 from workloads.catalog import Option, WorkloadDef
 
 REGISTER_ROOT = "/zkfence/register"
@@ -43,22 +44,22 @@ def key_path(key: str) -> str:
 
 @dataclass
 class RegisterGenerator:
-    """Pure: the next op from (process, elapsed) and the ops already handed out."""
+    """Thread-safe: the next op from (process, elapsed) and the ops already handed out (an
+    ``OpCounter``, locked)."""
 
     keys: int = KEYS
     concurrency: int = DEFAULT_CONCURRENCY
     rate: float | None = None
     reads: str = "sync"
-    _issued: dict[int, int] = field(default_factory=dict)
-    _throttle: Throttle | None = None
+    _ops: OpCounter = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._ops = OpCounter(self.concurrency, self.rate)
 
     def next_op(self, process: int, elapsed: float) -> Op | None:
-        if self._throttle is None:
-            self._throttle = Throttle(self.concurrency, self.rate)
-        if (sleep := self._throttle.due(process, elapsed)) is not None:
-            return sleep
-        k = self._issued.get(process, 0)
-        self._issued[process] = k + 1
+        k = self._ops.take(process, elapsed)
+        if isinstance(k, Op):  # the throttle's sleep
+            return k
         key = f"k{(process + k) % self.keys}"
         mix = (process * 7 + k * 3) % 10  # 5 reads, 3 writes, 2 cas in every 10 of a process's ops
         if mix < 5:

@@ -1,8 +1,9 @@
 """Epoch-fencing invariants about one broker's registrations, as Spark plans: 2 (one registrant per
 znode) and 7 (a bounce is handled: KIP-380's broker epoch in the controller's requests).
 
-Safety is decided from ids, epochs, zxids and per-source order (``seq``), never from cross-source
-clocks; where a plan uses the merged-history position ``idx`` its docstring says so.
+Safety is decided from ids, epochs, zxids and per-source order (``seq``); where a plan uses the
+merged-history position ``idx`` (which orders events of different sources by their wall clocks)
+or ``t_wall``, its docstring says so.
 """
 
 from __future__ import annotations
@@ -67,9 +68,9 @@ def bounce_handling(ev: DataFrame) -> DataFrame:
     ``broker_change.bounced`` list, so that list cannot be the trigger). A bounce is a ``register ok``
     of broker N whose epoch E grew over N's previous one (per-source order of ``agent:N``). Unless N's
     own later events supersede it (another registration, ``deregistered``, ``agent_stop``,
-    ``agent_start``) or a controller later saw N dead, some controller must send N a full
-    UpdateMetadata and a LeaderAndIsr carrying broker_epoch E (epochs tie sends to registrations, no
-    clocks). The only clock use is the liveness window: a registration within ``GRACE_S`` of
+    ``agent_start``) or a controller later (merged-history order, ``idx``) saw N dead, some
+    controller must send N a full UpdateMetadata and a LeaderAndIsr carrying broker_epoch E (epochs
+    tie sends to registrations, no clocks). The only wall-clock use is the liveness window: a registration within ``GRACE_S`` of
     ``run_end`` owes nothing yet; without ``run_end`` an unhandled bounce is unknown. Histories with
     no controller activity (no ``broker_change``) are not judged. The controller's own view (its
     ``bounced`` list, answered by the same controller unless it resigned or saw N die or bounce

@@ -2,8 +2,9 @@
 request epochs), 5 (controller epochs), 6 (controller writes fenced on /controller_epoch, KIP-903's
 zkVersion check), 8 (stale ControlledShutdown) and 11 (max-broker-epoch mode).
 
-Safety is decided from ids, epochs, zxids and per-source order (``seq``), never from cross-source
-clocks; where a plan uses the merged-history position ``idx`` its docstring says so.
+Safety is decided from ids, epochs, zxids and per-source order (``seq``); where a plan uses the
+merged-history position ``idx`` (which orders events of different sources by their wall clocks)
+or ``t_wall``, its docstring says so.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Epoch-fencing invariants about partition state, as Spark plans: 9 (an ISR expansion rests on a
 fetch by the replica's current incarnation, KAFKA-14139) and 10 (partition states in zxid order).
 
-Safety is decided from ids, epochs, zxids and per-source order (``seq``), never from cross-source
-clocks; where a plan uses the merged-history position ``idx`` its docstring says so.
+Safety is decided from ids, epochs, zxids and per-source order (``seq``); where a plan uses the
+merged-history position ``idx`` (which orders events of different sources by their wall clocks)
+or ``t_wall``, its docstring says so.
 """
 
 from __future__ import annotations
