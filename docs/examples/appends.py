@@ -8,30 +8,31 @@ One module (this workload, with its own options) plus one registry line (``appen
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from workloads.base import Op, Throttle, Workload
+from workloads.base import Op, OpCounter, Workload
 from workloads.catalog import Option, WorkloadDef
 from workloads.queue import QueueClient
 
 
 @dataclass
 class Appends:
-    """A generator: no I/O, no clock; process p's k-th op sends "p<p>-<k>"."""
+    """A generator: no I/O, no clock; called from every client thread at once, so its state (each
+    process's op count, the throttle) is an ``OpCounter`` behind one lock. Process p's k-th op sends
+    "p<p>-<k>"."""
 
     topic: str
-    throttle: Throttle
-    issued: dict[int, int] = field(default_factory=dict)
+    ops: OpCounter
 
     def next_op(self, process: int, elapsed: float) -> Op | None:
-        if (sleep := self.throttle.due(process, elapsed)) is not None:
-            return sleep
-        k = self.issued[process] = self.issued.get(process, -1) + 1
+        k = self.ops.take(process, elapsed)
+        if isinstance(k, Op):  # the throttle's sleep
+            return k
         return Op("send", {"topic": self.topic, "partition": 0, "value": f"p{process}-{k}", "acks": "all"})
 
 
 def appends(concurrency: int, rate: float | None, topic: str = "appends") -> Workload:
-    return Workload("appends", QueueClient(), Appends(topic, Throttle(concurrency, rate)), concurrency,
+    return Workload("appends", QueueClient(), Appends(topic, OpCounter(concurrency, rate)), concurrency,
                     checkers=("queue_lost_write",),
                     setup=(Op("create_topic", {"topic": topic, "partitions": 1}),),  # the topic, before any send
                     final=(Op("final_read", {"topic": topic, "partition": 0}),))  # what queue_lost_write reads
