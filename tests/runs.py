@@ -8,13 +8,42 @@ from typing import Any
 from rich.console import Console
 
 
-def run_test(store: Path, *argv: str, schedule: Any = None, console: Console | None = None) -> Any:
+def spec_for(store: Path, *argv: str, schedule: Any = None) -> tuple[Any, Any]:
+    """The parsed `harness run` arguments and the TestSpec they build."""
     from harness.cli import build_parser
     from harness.commands.run import spec_from_args
-    from harness.engine import Engine
     from harness.inventory import load_inventory
 
     args = build_parser().parse_args(["run", "--store", str(store), *argv])
-    inv = load_inventory(args.inventory)
-    with Engine(inv, args.store, console or Console(quiet=True), args.spark_master) as engine:
-        return engine.run(spec_from_args(args, inv, schedule))
+    return args, spec_from_args(args, load_inventory(args.inventory), schedule)
+
+
+def run_on(engine: Any, store: Path, spec: Any, console: Console | None = None) -> Any:
+    """One run on a shared engine (its cluster and Spark session kept warm), stored under ``store``,
+    as a campaign runs on its engine."""
+    store.mkdir(parents=True, exist_ok=True)
+    engine.store, engine.console = store, console or Console(quiet=True)
+    return engine.run(spec)
+
+
+def run_test(store: Path, *argv: str, schedule: Any = None, console: Console | None = None,
+             engine: Any = None) -> Any:
+    """``harness run ARGV``: on ``engine`` when given (the session's warm one), else on a new engine
+    whose cluster starts cold and is torn down before this returns."""
+    from harness.engine import Engine
+    from harness.inventory import load_inventory
+
+    args, spec = spec_for(store, *argv, schedule=schedule)
+    if engine is not None:
+        return run_on(engine, store, spec, console)
+    with Engine(load_inventory(args.inventory), args.store, console or Console(quiet=True),
+                args.spark_master) as cold:
+        return cold.run(spec)
+
+
+def repro_runs() -> int:
+    """How many times a reproduction test runs each variant: once per commit (``make test``), three
+    times in ``make nightly`` (ZKFENCE_REPRO_RUNS=3), where a rate below N/N shows."""
+    import os
+
+    return int(os.environ.get("ZKFENCE_REPRO_RUNS", "1"))

@@ -47,6 +47,21 @@ def zk_server() -> Iterator[ZkServer]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def warm_engine(tmp_path_factory):
+    """One run engine for the whole test session, as a campaign has: its cluster kept warm between
+    runs of one shape (a run of another shape starts its own), its Spark session started and warmed
+    up once. Tests run on it with ``tests.runs.run_on`` / ``run_test(..., engine=warm_engine)``, each
+    into its own store. A test that proves what a cold run leaves behind builds its own engine."""
+    from rich.console import Console
+
+    from harness.engine import Engine
+    from harness.inventory import load_inventory
+
+    with Engine(load_inventory(), tmp_path_factory.mktemp("warm-store"), Console(quiet=True), keep_warm=True) as e:
+        yield e
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A whole local cluster per test module: embedded sshd, 3 ZooKeeper servers, Toxiproxy with

@@ -34,11 +34,12 @@ params = { latency_ms = 50, jitter_ms = 10 }
 """
 
 
-def test_scripted_schedule_replays_valid(tmp_path):
+def test_scripted_schedule_replays_valid(tmp_path, warm_engine):
     path = tmp_path / "smoke.toml"
     path.write_text(SCHEDULE)
     schedule = load_schedule(path)
-    out = run_test(tmp_path / "store", "--time-limit", "8", "--test", "scripted", schedule=schedule)
+    out = run_test(tmp_path / "store", "--time-limit", "8", "--test", "scripted", schedule=schedule,
+                   engine=warm_engine)
     assert out.valid is True, out.results.get("anomalies")
     history = (out.run_dir / "history.jsonl").read_text()
     assert '"f":"partition"' in history and '"stage":"complete"' in history

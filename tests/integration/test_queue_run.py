@@ -10,18 +10,17 @@ import json
 from dataclasses import replace
 
 import pytest
-from rich.console import Console
 
 from history import read_events
 from nemesis.schedule import Schedule
+from tests.runs import run_on
 
 pytestmark = pytest.mark.integration
 
 
-def test_short_queue_run_records_and_checks_every_client_operation(tmp_path):
+def test_short_queue_run_records_and_checks_every_client_operation(tmp_path, warm_engine):
     from harness.cli import build_parser
     from harness.commands.run import spec_from_args
-    from harness.engine import Engine
     from harness.inventory import load_inventory
     from workloads.queue import QUEUE_CHECKERS
 
@@ -29,8 +28,7 @@ def test_short_queue_run_records_and_checks_every_client_operation(tmp_path):
                                       "--time-limit", "6", "--seed", "7"])
     inv = load_inventory(args.inventory)
     spec = replace(spec_from_args(args, inv, Schedule("no-faults")), checkers=QUEUE_CHECKERS)
-    with Engine(inv, args.store, Console(quiet=True), args.spark_master) as engine:
-        outcome = engine.run(spec)
+    outcome = run_on(warm_engine, args.store, spec)
 
     print(f"queue run: {outcome.ops} in {outcome.wall_s:.1f}s, phases {outcome.phases}")
     assert outcome.error is None and outcome.valid is True, outcome.results

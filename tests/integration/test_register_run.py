@@ -15,19 +15,18 @@ import json
 from dataclasses import replace
 
 import pytest
-from rich.console import Console
 
 from history import read_events
 from nemesis.base import FaultOp
 from nemesis.schedule import Schedule, Step
+from tests.runs import run_on
 
 pytestmark = pytest.mark.integration
 
 
-def _run(tmp_path, reads: str, schedule: Schedule, time_limit: float, seed: int, extra: list[str] = ()):  # noqa: ANN202
+def _run(engine, tmp_path, reads: str, schedule: Schedule, time_limit: float, seed: int, extra: list[str] = ()):  # noqa: ANN202
     from harness.cli import build_parser
     from harness.commands.run import spec_from_args
-    from harness.engine import Engine
     from harness.inventory import load_inventory
     from workloads.register import REGISTER_CHECKERS
 
@@ -36,8 +35,7 @@ def _run(tmp_path, reads: str, schedule: Schedule, time_limit: float, seed: int,
                                       *extra])
     inv = load_inventory(args.inventory)
     spec = replace(spec_from_args(args, inv, schedule), checkers=REGISTER_CHECKERS)
-    with Engine(inv, args.store, Console(quiet=True), args.spark_master) as engine:
-        outcome = engine.run(spec)
+    outcome = run_on(engine, args.store, spec)
     results = json.loads((outcome.run_dir / "results.json").read_text())
     history = list(read_events(outcome.run_dir / "history.jsonl"))
     print(f"register {reads}: {outcome.ops} in {outcome.wall_s:.1f}s (loaded), phases {outcome.phases}, "
@@ -45,14 +43,14 @@ def _run(tmp_path, reads: str, schedule: Schedule, time_limit: float, seed: int,
     return outcome, results, history
 
 
-def test_sync_reads_are_linearizable_under_client_cuts_and_a_leader_pause(tmp_path):
+def test_sync_reads_are_linearizable_under_client_cuts_and_a_leader_pause(tmp_path, warm_engine):
     schedule = Schedule("register-faults", [
         Step(1.0, FaultOp("cut", "start", [], {"links": ["client->zk1"]})),
         Step(4.0, FaultOp("cut", "stop", [], {"links": ["client->zk1"]})),
         Step(4.5, FaultOp("pause", "start", [], {"spec": "zk-leader"})),
         Step(6.5, FaultOp("pause", "stop", [])),
     ])
-    outcome, results, history = _run(tmp_path, "sync", schedule, 9.0, 11)
+    outcome, results, history = _run(warm_engine, tmp_path, "sync", schedule, 9.0, 11)
 
     assert outcome.error is None and outcome.valid is True, results
     stats = results["checkers"]["register_linearizable"]["stats"]
@@ -77,7 +75,7 @@ def _follower_pauses(n: int, pause: float, gap: float) -> tuple[Schedule, float]
     return Schedule("follower-pauses", steps), t + 1.0
 
 
-def test_plain_follower_reads_while_a_follower_lags_are_shown_stale(tmp_path):
+def test_plain_follower_reads_while_a_follower_lags_are_shown_stale(tmp_path, warm_engine):
     """ZooKeeper's plain reads are only sequentially consistent: a client of a server that has not
     yet applied a committed write reads a version older than that write, which completed (through
     another server) before the read began. WGL finds no linearization, and the anomaly cites the
@@ -96,7 +94,7 @@ def test_plain_follower_reads_while_a_follower_lags_are_shown_stale(tmp_path):
     no run may be invalid for any other reason than a stale read."""
     schedule, limit = _follower_pauses(5, 1.2, 1.3)
     for seed in (5, 6, 7):
-        outcome, results, history = _run(tmp_path / f"seed{seed}", "plain", schedule, limit, seed,
+        outcome, results, history = _run(warm_engine, tmp_path / f"seed{seed}", "plain", schedule, limit, seed,
                                          ["--concurrency", "9"])
         assert outcome.error is None and outcome.valid is not None, results
         if outcome.valid is False:

@@ -122,9 +122,9 @@ def _with_clients(run_dir: Path, dest: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory) -> Path:
+def store(tmp_path_factory, warm_engine) -> Path:
     store = tmp_path_factory.mktemp("store")
-    outcome = run_test(store, "--time-limit", "10", "--target", "1", "--seed", "7")
+    outcome = run_test(store, "--time-limit", "10", "--target", "1", "--seed", "7", engine=warm_engine)
     assert (outcome.run_dir / "report.html").exists(), "the engine writes report.html after results.json"
     clients = _with_clients(outcome.run_dir, store / "report-with-clients" / outcome.run_dir.name)
     _campaign(store / "campaigns" / "ci" / "20260101T000000.000", {"000": outcome.run_dir, "001": clients})

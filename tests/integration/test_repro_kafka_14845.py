@@ -4,28 +4,19 @@ cluster (warm runs). The verdicts come from the registration checkers over each 
 from __future__ import annotations
 
 import pytest
-from rich.console import Console
 
-from harness.engine import Engine
-from harness.inventory import load_inventory
 from scenarios import scenarios
+from tests.runs import repro_runs, run_on
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 
-N = 3
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    with Engine(load_inventory(), tmp_path_factory.mktemp("store"), Console(quiet=True), keep_warm=True) as e:
-        e.warm(scenarios()["KAFKA-14845"].spec(False))
-        yield e
+N = repro_runs()  # 1 in make test, 3 in make nightly
 
 
 @pytest.mark.parametrize("fixed", [False, True], ids=["bug", "fixed"])
-def test_kafka_14845(engine, fixed):
+def test_kafka_14845(warm_engine, tmp_path, fixed):
     sc = scenarios()["KAFKA-14845"]
-    results = [engine.run(sc.spec(fixed)) for _ in range(N)]
+    results = [run_on(warm_engine, tmp_path / "store", sc.spec(fixed)) for _ in range(N)]
     for r in results:
         assert r.error is None, r.error
         assert r.matched, f"{r.run_dir}: verdicts {r.verdicts}"

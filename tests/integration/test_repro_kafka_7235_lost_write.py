@@ -10,30 +10,21 @@ import json
 import re
 
 import pytest
-from rich.console import Console
 
-from harness.engine import Engine
-from harness.inventory import load_inventory
 from scenarios import scenarios
+from tests.runs import run_on
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
 SID = "KAFKA-7235-lost-write"
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    with Engine(load_inventory(), tmp_path_factory.mktemp("store"), Console(quiet=True), keep_warm=True) as e:
-        e.warm(scenarios()[SID].spec(False))
-        yield e
-
-
 def _history(run_dir):
     return [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines() if line.strip()]
 
 
-def test_bug_loses_every_acknowledged_send_and_names_ops_and_epochs(engine):
-    r = engine.run(scenarios()[SID].spec(False))
+def test_bug_loses_every_acknowledged_send_and_names_ops_and_epochs(warm_engine, tmp_path):
+    r = run_on(warm_engine, tmp_path / "store", scenarios()[SID].spec(False))
     assert r.error is None, r.error
     assert r.matched and r.reproduced, f"{r.run_dir}: verdicts {r.verdicts}"
     hist = _history(r.run_dir)
@@ -60,8 +51,8 @@ def test_bug_loses_every_acknowledged_send_and_names_ops_and_epochs(engine):
                for e in hist)
 
 
-def test_fixed_loses_nothing(engine):
-    r = engine.run(scenarios()[SID].spec(True))
+def test_fixed_loses_nothing(warm_engine, tmp_path):
+    r = run_on(warm_engine, tmp_path / "store", scenarios()[SID].spec(True))
     assert r.error is None, r.error
     assert r.matched and not r.reproduced, f"{r.run_dir}: verdicts {r.verdicts}"
     assert r.verdicts["queue_lost_write"] is True and r.verdicts["control_request_epochs"] is True

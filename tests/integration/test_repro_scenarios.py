@@ -1,20 +1,19 @@
 """Every other `harness repro` scenario: the anomaly N/N with the bug's toggles and a clean run N/N
-with the fix, one cluster per scenario (slow: each pair of N runs takes one to two minutes)."""
+with the fix, on the session's warm engine. ``make test`` runs each variant once (N=1); ``make
+nightly`` sets ZKFENCE_REPRO_RUNS=3, the rate check (a reproduction that holds 3/3, a fix clean 3/3)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
-from harness.engine import Engine
-from harness.inventory import load_inventory
 from scenarios import module_scenarios, scenario_modules, scenarios
+from tests.runs import repro_runs, run_on
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
-N = 3
+N = repro_runs()
 # every scenario but those whose module has a test file of its own (test_repro_<module>.py)
 IDS = [sc.id for m in scenario_modules()
        if not (Path(__file__).parent / f"test_repro_{m.__name__.rpartition('.')[2]}.py").exists()
@@ -22,13 +21,11 @@ IDS = [sc.id for m in scenario_modules()
 
 
 @pytest.mark.parametrize("sid", IDS)
-def test_scenario_reproduces_and_is_fixed(tmp_path, sid):
+def test_scenario_reproduces_and_is_fixed(warm_engine, tmp_path, sid):
     sc = scenarios()[sid]
     assert sc.available() is None
-    with Engine(load_inventory(), tmp_path / "store", Console(quiet=True), keep_warm=True) as engine:
-        engine.warm(sc.spec(False))
-        bug = [engine.run(sc.spec(False)) for _ in range(N)]
-        fixed = [engine.run(sc.spec(True)) for _ in range(N)]
+    bug = [run_on(warm_engine, tmp_path / "store", sc.spec(False)) for _ in range(N)]
+    fixed = [run_on(warm_engine, tmp_path / "store", sc.spec(True)) for _ in range(N)]
     for r in bug + fixed:
         assert r.error is None, f"{r.run_dir}: {r.error}"
         assert r.matched, f"{r.run_dir}: {r.spec.info} verdicts {r.verdicts}"
