@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from harness.remote import on_nodes
+from base.remote import on_nodes
 from nemesis.grudges import Grudge, build
 from nemesis.ops import FaultOp
 

@@ -9,10 +9,10 @@ from rich.console import Console
 
 
 def run_test(store: Path, *argv: str, schedule: Any = None, console: Console | None = None) -> Any:
+    from base.inventory import load_inventory
     from harness.cli import build_parser
     from harness.commands.run import spec_from_args
     from harness.engine import Engine
-    from harness.inventory import load_inventory
 
     args = build_parser().parse_args(["run", "--store", str(store), *argv])
     inv = load_inventory(args.inventory)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
+from base.inventory import load_inventory
 from harness.engine import Engine
-from harness.inventory import load_inventory
 from scenarios import scenarios
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
