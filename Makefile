@@ -43,11 +43,11 @@ $(VENV)/.installed: pyproject.toml
 udfs: venv
 	-@$(VENV)/bin/python -m checkers.udfs
 
-# The Spark driver's class-data-sharing archive (checkers/cds.py): sessions start in half the time.
+# The Spark driver's class-data-sharing archive (checkers/cds.py, built by harness/cds.py): sessions start in half the time.
 # Built when the one for this Java and pyspark is missing; only an optimization: without it (a
 # failure) sessions start as before.
 cds: apt venv udfs
-	-@$(VENV)/bin/python -m checkers.cds --if-missing
+	-@$(VENV)/bin/python -m harness.cds --if-missing
 
 # The default test with the queue workload: thousands of client operations, recorded and checked.
 run: install

@@ -45,8 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from harness.cli import summary  # noqa: E402
-from harness.localstate import bench_scratch  # noqa: E402
+from base.localstate import bench_scratch  # noqa: E402
+from base.parsing import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 SOURCES = sorted((ROOT / "tests" / "data" / "store").glob("*/2*"))
@@ -180,7 +180,7 @@ def _incremental(args: argparse.Namespace, base: Path, harness: list[str], *, se
 def _start_server(master: str) -> float:
     """Start a batch check server on ``master``; its start-up seconds. Refuses to use a running one
     (its session may be tuned or warmed otherwise, and it is not this bench's to stop)."""
-    from checkers import server
+    from harness import checkserver as server
 
     if server.read_state() is not None:
         raise SystemExit("bench/analyze.py --server: a check server is already running; `harness check-server stop` first")

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from spark_up import jvm_cpu  # bench/ is on sys.path: this script's directory
 
-from harness.cli import summary
+from base.parsing import summary
 from harness.phases import sigterm_as_interrupt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,7 +115,7 @@ def main() -> int:
     py = sys.executable
     bare, bare_cpu, check, served, steps = [], [], [], [], []
     verdict = "-"
-    from checkers import server
+    from harness import checkserver as server
 
     ours = server.read_state() is None
     server_up, _ = timed([py, "-c", CHECK, "check-server", "start"])

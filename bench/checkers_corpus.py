@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import porcupine_bin  # noqa: E402  (bench/ is on sys.path: this script's directory)
 
+from base.parsing import summary  # noqa: E402
 from checkers import linearizability, models, parsers  # noqa: E402
 from checkers.testing import shared_histories  # noqa: E402
-from harness.cli import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 

@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sizes import parse_sizes  # noqa: E402  (bench/ is on sys.path: this script's directory)
 from spark_up import jvm_account, spent, warm_spark  # noqa: E402
 
+from base.parsing import summary  # noqa: E402
 from checkers import events_df, plans  # noqa: E402
 from checkers.checker import columns, union  # noqa: E402
 from checkers.fencing import PLANS  # noqa: E402
-from harness.cli import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 BROKERS = 5

@@ -29,17 +29,17 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from harness.cli import summary  # noqa: E402
+from base.parsing import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
+    from base.inventory import load_inventory
     from checkers.spark import add_master_flag
     from harness.campaign import load_campaign
     from harness.engine import Engine
-    from harness.inventory import load_inventory
     from harness.mutation import FIXED, parse_mutations
 
     p = argparse.ArgumentParser(prog="bench/mutation.py", description=summary(__doc__))

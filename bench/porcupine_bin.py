@@ -1,6 +1,6 @@
 """Build the Porcupine reference checker (``bench/porcupine``, Go) for the benches that compare with it.
 
-Each call builds into its own scratch directory (``harness.localstate.bench_scratch``), so two
+Each call builds into its own scratch directory (``base.localstate.bench_scratch``), so two
 benches (or two clones of this project on one machine) never overwrite each other's binary while
 one of them runs it, and ``harness teardown`` stops a check still running from the directory of a
 bench killed outright and removes it. The
@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from harness.localstate import bench_scratch  # the bench that imports this puts the project on sys.path
+from base.localstate import bench_scratch  # the bench that imports this puts the project on sys.path
 
 GO_DIR = Path(__file__).resolve().parent / "porcupine"
 

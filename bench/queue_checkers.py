@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sizes import parse_sizes  # noqa: E402  (bench/ is on sys.path: this script's directory)
 from spark_up import warm_spark  # noqa: E402
 
+from base.parsing import summary  # noqa: E402
 from checkers import events_df, plans  # noqa: E402
 from checkers.checker import Events, columns, field_types, union  # noqa: E402
 from checkers.queue import QUEUE_PLANS, UNSEEN  # noqa: E402
-from harness.cli import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 TOPIC = "queue"

@@ -23,15 +23,15 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from harness.cli import summary  # noqa: E402
+from base.parsing import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
+    from base.inventory import load_inventory
     from harness.engine import Engine
-    from harness.inventory import load_inventory
     from scenarios import scenarios
 
     p = argparse.ArgumentParser(prog="bench/repro_times.py", description=summary(__doc__))

@@ -37,9 +37,9 @@ import porcupine_bin  # noqa: E402  (bench/ is on sys.path: this script's direct
 from sizes import parse_sizes  # noqa: E402  (bench/ is on sys.path: this script's directory)
 from spark_up import warm_spark  # noqa: E402
 
+from base.parsing import summary  # noqa: E402
 from checkers import linearizability, models, parsers  # noqa: E402
 from checkers.ops import OPEN, UNKNOWN, Op  # noqa: E402
-from harness.cli import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/zkproxy_latency.py [--n 2000] [--zk HOST:PORT] [--json]
 
-Without ``--zk`` it starts its own single ZooKeeper on loopback (harness.components.zookeeper). The proxy runs
+Without ``--zk`` it starts its own single ZooKeeper on loopback (base.components.zookeeper). The proxy runs
 as its own process (``python -m nemesis.zkproxy``, no rules, events written to a temp file) so the
 figures include event logging. Direct and proxied requests are interleaved in rounds to share any
 drift in server or machine load.
@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kazoo.client import KazooClient  # noqa: E402
 
-from harness.cli import summary  # noqa: E402
-from harness.localstate import bench_scratch  # noqa: E402
+from base.localstate import bench_scratch  # noqa: E402
+from base.parsing import summary  # noqa: E402
 from harness.phases import sigterm_as_interrupt  # noqa: E402
 from nemesis.zkproxy import ProxyProcess  # noqa: E402
 
@@ -34,9 +34,9 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def start_zk(workdir: str):
-    from harness.components.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode
-    from harness.ports import free_port
-    from harness.remote import LocalRemote
+    from base.components.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode
+    from base.ports import free_port
+    from base.remote import LocalRemote
 
     h = "127.0.0.1"
     m = ZkMember(myid=1, name="zk-bench", address=h, client_port=free_port(h), peer_port=free_port(h),

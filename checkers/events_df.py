@@ -19,10 +19,10 @@ from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from base.errors import UsageError
 from checkers.checker import Reads, field_types
 from checkers.rows import check_paths
 from checkers.spark import literal_paths, source_files
-from harness.errors import UsageError
 from history import HistoryFormatError, has_torn_tail, read_records
 from history.kinds import FIELD_TYPES, TYPES
 

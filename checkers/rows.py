@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from base.errors import UsageError
 from checkers.checker import Reads, field_types
-from harness.errors import UsageError
 from history import HistoryFormatError, read_records
 
 _AGENT = re.compile(r"agent:(\d+)")

@@ -3,9 +3,12 @@
 Executors on a standalone (or YARN, Kubernetes…) cluster do not have this project installed: the
 functions the checkers hand to Spark (``rdd.flatMap(...)``, ``mapPartitions(...)``) are pickled by
 reference to their modules, so every executor must be able to import ``checkers`` and what it
-imports. ``ship(spark)`` zips those packages once per process (named by a hash of their contents)
+imports. ``ship(spark)`` zips those modules once per process (named by a hash of their contents)
 and adds the zip with ``SparkContext.addPyFile``; a ``local[...]`` master shares the driver's
-interpreter and gets nothing.
+interpreter and gets nothing. The zip holds the checkers and what they import below them, nothing
+of the control node (``harness``, ``nemesis``, ``workloads``, ``scenarios``) nor of the brokers'
+code: ``tests/unit/test_executor_zip.py`` holds ``SHIPPED`` equal to the checkers' imports and
+imports every checker from the zip alone.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-# The packages executor-side code imports: checkers (the UDF-like functions), history (the event
-# record) and harness (checkers import harness.errors). Third-party imports there are stdlib only.
-SHIPPED_PACKAGES = ("checkers", "history", "harness")
+# What executor-side code imports, as paths under ROOT (a package: all of its modules): the checkers
+# (the functions handed to Spark), history (the event record) and the two modules of the base layer
+# the checkers import (the error types, the scratch-directory ownership). Their own third-party
+# imports are pyspark's and the standard library's.
+SHIPPED = ("checkers", "history", "base/__init__.py", "base/errors.py", "base/localstate.py")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -31,11 +36,14 @@ def needs_shipping(master: str) -> bool:
     return not master.startswith("local")
 
 
-def package_files(root: Path = ROOT, packages: tuple[str, ...] = SHIPPED_PACKAGES) -> list[Path]:
-    """Every ``.py`` file of the shipped packages, sorted (so the zip's hash is stable)."""
-    files: list[Path] = []
-    for pkg in packages:
-        files += [p for p in (root / pkg).rglob("*.py") if "__pycache__" not in p.parts]
+def package_files(root: Path = ROOT, shipped: tuple[str, ...] = SHIPPED) -> list[Path]:
+    """Every ``.py`` file ``shipped`` names (a module, or a package's modules), sorted (so the zip's
+    hash is stable)."""
+    files: set[Path] = set()
+    for entry in shipped:
+        path = root / entry
+        files |= {path} if path.suffix == ".py" else \
+            {p for p in path.rglob("*.py") if "__pycache__" not in p.relative_to(root).parts}
     return sorted(files)
 
 
@@ -48,9 +56,9 @@ def content_digest(files: list[Path], root: Path, salt: bytes = b"") -> str:
     return digest.hexdigest()[:16]
 
 
-def build_zip(out_dir: Path, root: Path = ROOT, packages: tuple[str, ...] = SHIPPED_PACKAGES) -> Path:
+def build_zip(out_dir: Path, root: Path = ROOT, shipped: tuple[str, ...] = SHIPPED) -> Path:
     """Write ``zkfence-<hash>.zip`` (paths relative to ``root``) into ``out_dir``; reuse it if present."""
-    files = package_files(root, packages)
+    files = package_files(root, shipped)
     target = out_dir / f"zkfence-{content_digest(files, root)}.zip"
     if target.exists():
         return target
@@ -63,7 +71,7 @@ def build_zip(out_dir: Path, root: Path = ROOT, packages: tuple[str, ...] = SHIP
 
 
 def ship(spark: SparkSession) -> Path | None:
-    """Add the project's packages to ``spark``'s executors unless its master is local."""
+    """Add the checkers' code to ``spark``'s executors unless its master is local."""
     sc = spark.sparkContext
     if not needs_shipping(sc.master):
         return None

@@ -41,9 +41,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from base.errors import EnvironmentFailed, UsageError
+from base.localstate import orphaned, owner_prefix, process_start_time
 from checkers import rpc_probe
-from harness.errors import EnvironmentFailed, UsageError
-from harness.localstate import orphaned, owner_prefix, process_start_time
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

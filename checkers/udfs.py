@@ -70,7 +70,7 @@ def build(timeout_s: float = 300.0) -> Path:
         raise RuntimeError("no javac ($JAVA_HOME/bin/javac or javac on PATH)")
     target.parent.mkdir(parents=True, exist_ok=True)
     classpath = str(Path(pyspark.__file__).parent / "jars" / "*")
-    from harness.localstate import JAVAC_PREFIX, owned_tempdir
+    from base.localstate import JAVAC_PREFIX, owned_tempdir
 
     with owned_tempdir(JAVAC_PREFIX) as classes:
         p = subprocess.run([str(compiler), "--release", "17", "-nowarn", "-cp", classpath, "-d", classes,

@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.config import ConfigError, parse_toggle_args
-from harness.errors import UsageError
-from harness.tomlfile import read_toml
+from base.errors import UsageError
+from base.tomlfile import read_toml
 from harness.zkoverrides import as_args, check_overrides
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from harness.errors import (
+from base.errors import (
     EXIT_BAD_INPUT,
     EXIT_CRASH,
     EXIT_UNKNOWN,
@@ -21,6 +21,7 @@ from harness.errors import (
     RunInterrupted,
     UsageError,
 )
+from base.parsing import command_parser, summary
 
 COMMAND_MODULES = (
     "harness.commands.run",
@@ -29,7 +30,7 @@ COMMAND_MODULES = (
     "harness.commands.doctor",
     "harness.commands.setup",
     "harness.commands.agent",
-    "checkers.command",
+    "harness.commands.check",
     "harness.commands.checkserver",
     "harness.commands.hunt",
     "harness.commands.repro",
@@ -38,25 +39,9 @@ COMMAND_MODULES = (
 )
 
 
-def summary(doc: str | None) -> str:
-    """A module docstring's first paragraph as one line: a parser's description (its first line
-    alone cut sentences that wrap)."""
-    return " ".join((doc or "").strip().split("\n\n", 1)[0].split())
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's default exit code 2 means "unknown" here
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="harness", description=summary(__doc__))
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
-    return parser
+    return command_parser("harness", summary(__doc__),
+                          (importlib.import_module(name).register for name in COMMAND_MODULES))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -36,18 +36,18 @@ from kazoo.client import KazooClient
 
 from agent.client import use_token
 from agent.config import AgentConfig, Toggles
+from base.components import Component
+from base.components.agent import AgentProcess, build_agent_bundle
+from base.components.sshd import EmbeddedSshd
+from base.components.toxiproxy import Link, LinkNet, ToxiproxyServer
+from base.components.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode
+from base.inventory import Inventory, NodeSpec
+from base.localstate import STATE_DIR, process_start_time
+from base.remote import Remote, RemoteError, SSHRemote, on_nodes
+from base.wait import wait_until
 from harness import hostkeys
-from harness.components import Component
-from harness.components.agent import AgentProcess, build_agent_bundle
-from harness.components.sshd import EmbeddedSshd
-from harness.components.toxiproxy import Link, LinkNet, ToxiproxyServer
-from harness.components.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode
-from harness.inventory import Inventory, NodeSpec
-from harness.localstate import STATE_DIR, process_start_time
 from harness.provision import pydeps_dir, zk_classpath
-from harness.remote import Remote, RemoteError, SSHRemote, on_nodes
 from harness.spec import KafkaBrokers
-from harness.wait import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLIENT_NODE = "client"  # the dialling side of the workload clients' links (not an inventory node)
@@ -73,7 +73,7 @@ class RunState:
     run_dir: str | None = None
     agent_events: dict[str, list[str]] = field(default_factory=dict)
     # A real Kafka broker writes a log, not events (node → [broker id, session timeout ms, its log
-    # paths oldest first]): `harness teardown` parses them into the broker's events (harness.kafkalog).
+    # paths oldest first]): `harness teardown` parses them into the broker's events (base.kafkalog).
     kafka_logs: dict[str, list[Any]] = field(default_factory=dict)
     # The control-node process that owns the run: `harness teardown` leaves live runs alone.
     owner_pid: int = field(default_factory=os.getpid)
@@ -356,7 +356,7 @@ class Cluster:
         wire proxy when the run routes through it) to the first ``spec.zk_hosts`` servers, the
         session timeout from the inventory, the ZooKeeper client socket from ``spec.zk_socket``.
         Broker-to-broker traffic is not proxied (the agents' ``b<N>->b<M>`` links are not made)."""
-        from harness.components.kafka import KafkaBroker, KafkaSettings, fetch_kafka
+        from base.components.kafka import KafkaBroker, KafkaSettings, fetch_kafka
         from harness.spec import ZK_SOCKETS
 
         assert self.ensemble is not None and self.links is not None

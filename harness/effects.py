@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.inventory import Inventory
+from base.inventory import Inventory
 from harness.spec import TestSpec
 from history import EventWriter
 

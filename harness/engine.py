@@ -8,7 +8,7 @@ Every command that runs anything (``run``, ``hunt``, ``repro``) goes through ``E
    test's toggles, all registered;
 3. **play**: ``run_start``; the workload's clients, the nemesis schedule and the test's script, until
    the time limit; then, unless the test says otherwise, a final heal and T + margin + 1 s;
-   ``run_end`` with the live brokers (``harness.components.live``: the one definition);
+   ``run_end`` with the live brokers (``base.components.live``: the one definition);
 4. **collect**: agents stopped (SIGTERM, or SIGKILL after run_end), their events and logs and the
    servers' logs downloaded, every source merged into ``history.jsonl``;
 5. **check**: the test's checkers over the history (``checkers.project.check_histories``), written
@@ -37,18 +37,18 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.components import live
+from base.components import live
+from base.errors import EnvironmentFailed, RunInterrupted, exit_code_for
+from base.inventory import Inventory
+from base.localstate import ENGINE_PREFIX, owner_prefix
+from base.remote import on_nodes
+from base.wait import wait_until
 from harness.effects import Effects
-from harness.errors import EnvironmentFailed, RunInterrupted, exit_code_for
-from harness.inventory import Inventory
-from harness.localstate import ENGINE_PREFIX, owner_prefix
 from harness.outputs import writable_dir
 from harness.phases import Lap, current_phase, play_covers_spark_start, sigterm_as_interrupt
 from harness.progress import LiveLine, OpsRate, progress_line
-from harness.remote import on_nodes
 from harness.spec import ANOMALY, TestSpec
 from harness.store import new_run_dir, write_json
-from harness.wait import wait_until
 from harness.zkversion import zk_version
 from history import EventWriter, merge, read_events, write_history
 from nemesis.base import FaultOp, NemesisRunner

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from base.errors import UsageError
+from base.inventory import REPO_ROOT, Inventory, NodeSpec
+from base.remote import Remote, on_nodes
 from harness import provision as pv
-from harness.errors import UsageError
-from harness.inventory import REPO_ROOT, Inventory, NodeSpec
-from harness.remote import Remote, on_nodes
 
 CACHE = REPO_ROOT / ".local"
 

@@ -12,7 +12,7 @@ import contextlib
 import tempfile
 from pathlib import Path
 
-from harness.errors import UsageError
+from base.errors import UsageError
 
 
 def writable_dir(path: str | Path, flag: str) -> Path:

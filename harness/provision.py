@@ -22,7 +22,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from harness.components.zookeeper import DEBIAN_CLASSPATH, ZkSettings
+from base.components.zookeeper import DEBIAN_CLASSPATH, ZkSettings
 
 MARKER = ".zkfence-installed"
 DEBIAN_PACKAGES = ("zookeeper", "libslf4j-java")

@@ -43,7 +43,7 @@ def salvage(state: dict[str, Any], fetch: Callable[[str, str, Path], bool]) -> i
 
 def _salvage_kafka_log(node: str, broker_id: int, timeout_ms: int | None, log_paths: list[str],
                        fetch: Callable[[str, str, Path], bool], run_dir: Path, run_id: str) -> None:
-    from harness.kafkalog import broker_events, write_events
+    from base.kafkalog import broker_events, write_events
 
     (run_dir / "logs").mkdir(exist_ok=True)
     local = [run_dir / "logs" / f"{node}-kafka-{i}.log" for i in range(len(log_paths))]

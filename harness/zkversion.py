@@ -13,7 +13,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from harness.components.zookeeper import ZkSettings
+from base.components.zookeeper import ZkSettings
 
 _POM = "META-INF/maven/org.apache.zookeeper/zookeeper/pom.properties"
 _JAR = re.compile(r"^zookeeper(-\d[\w.-]*)?\.jar$")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from harness.remote import on_nodes
+from base.remote import on_nodes
 from nemesis.grudges import Grudge, build
 from nemesis.nft import HEAL_COMMAND, TABLE, as_root
 from nemesis.ops import FaultOp

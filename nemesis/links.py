@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.components.toxiproxy import LinkNet
+from base.components.toxiproxy import LinkNet
 from nemesis.grudges import LinkRef, build, grudge_cuts
 from nemesis.ops import FaultOp
 from nemesis.registry import faults_of

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.components import Component, ProcState
-from harness.remote import on_nodes
+from base.components import Component, ProcState
+from base.remote import on_nodes
 from nemesis.ops import FaultOp
 from nemesis.registry import faults_of, instant_faults
 

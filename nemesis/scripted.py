@@ -23,7 +23,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from nemesis.base import FaultOp
 from nemesis.registry import COMMON_PARAMS, FAULTS, grudge_faults
 from nemesis.schedule import Schedule, Step

@@ -16,7 +16,6 @@ from nemesis.base import FaultOp
 from nemesis.registry import faults_of
 
 if TYPE_CHECKING:
-    from harness.cluster import Cluster
     from nemesis.zkproxy.client import ZkProxyClient
 
 
@@ -43,7 +42,7 @@ class ZkProxyNemesis:
         self.installed: list[str] = []
         self.listener_of: dict[str, int] = {}  # ZooKeeper node name → proxy listener index
 
-    def setup(self, cluster: Cluster) -> None:
+    def setup(self, cluster: Any) -> None:  # harness.cluster.Cluster, a layer above: its ``ensemble``
         if cluster.ensemble is not None:
             self.listener_of = {m.name: i for i, m in enumerate(cluster.ensemble.members)}
 

@@ -5,7 +5,7 @@ plain dicts) and returns rows; the command prints them as a table.
 The rows are what a reader compares: each checker's verdict, whether the run showed what was
 expected, and the key facts of the story from the history, the same for both variants because the
 broker's events have the same kinds whoever wrote them (an agent, or a Kafka log parsed by
-``harness.kafkalog``): each broker's registrations and refusals, the sessions ZooKeeper created
+``base.kafkalog``): each broker's registrations and refusals, the sessions ZooKeeper created
 whose reply the wire proxy dropped, ZooKeeper's final word on each ``/brokers/ids/N``, the brokers
 live at the end.
 """

@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.components.sshd import EmbeddedSshd
+from base.components.sshd import EmbeddedSshd
 
 PREFIX = "zkf"
 

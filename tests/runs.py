@@ -10,9 +10,9 @@ from rich.console import Console
 
 def spec_for(store: Path, *argv: str, schedule: Any = None) -> tuple[Any, Any]:
     """The parsed `harness run` arguments and the TestSpec they build."""
+    from base.inventory import load_inventory
     from harness.cli import build_parser
     from harness.commands.run import spec_from_args
-    from harness.inventory import load_inventory
 
     args = build_parser().parse_args(["run", "--store", str(store), *argv])
     return args, spec_from_args(args, load_inventory(args.inventory), schedule)
@@ -30,8 +30,8 @@ def run_test(store: Path, *argv: str, schedule: Any = None, console: Console | N
              engine: Any = None) -> Any:
     """``harness run ARGV``: on ``engine`` when given (the session's warm one), else on a new engine
     whose cluster starts cold and is torn down before this returns."""
+    from base.inventory import load_inventory
     from harness.engine import Engine
-    from harness.inventory import load_inventory
 
     args, spec = spec_for(store, *argv, schedule=schedule)
     if engine is not None:

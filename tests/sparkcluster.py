@@ -18,7 +18,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.ports import free_port
+from base.ports import free_port
 
 HOST = "127.0.0.1"
 

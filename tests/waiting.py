@@ -1,11 +1,11 @@
-"""The tests' poll-until helper: ``harness.wait.wait_until`` that fails the test on timeout."""
+"""The tests' poll-until helper: ``base.wait.wait_until`` that fails the test on timeout."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TypeVar
 
-from harness.wait import wait_until
+from base.wait import wait_until
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """One ``harness analyze`` job on a given SparkSession: new runs into the dataset, the tables computed
 and written. The command runs it in-process, or hands it to a running batch check server
-(``checkers.server``), whose session is already up and its JIT warm; both run this same code.
+(``harness.checkserver``), whose session is already up and its JIT warm; both run this same code.
 
 ``warm_up`` runs the job once on a small built-in store so that a new session's JVM compiles the
 ingest's and the tables' code paths before real runs arrive.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.localstate import owned_tempdir
+from base.localstate import owned_tempdir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -17,8 +17,8 @@ import sys
 from typing import Any
 
 from agent.config import ConfigError, add_arguments, load_config
-from harness.cli import summary
-from harness.errors import UsageError
+from base.errors import UsageError
+from base.parsing import summary
 
 
 def register(subparsers: Any) -> None:

@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from base.errors import EXIT_BAD_INPUT
 from checkers.spark import add_master_flag
-from harness.errors import EXIT_BAD_INPUT
 from harness.outputs import writable_dir
 from harness.terminal import output_console
 
 if TYPE_CHECKING:
-    from checkers.server import ServerState
+    from harness.checkserver import ServerState
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     remote = None if args.no_server else _server_for(args.spark_master)
     if remote is not None:
-        from checkers.server import analyze_remote
+        from harness.checkserver import analyze_remote
 
         print(f"harness analyze: on the batch check server (pid {remote.pid}, {remote.master})", file=sys.stderr)
         outcome = analyze_remote(remote, store, out)
@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
 def _server_for(master: str | None) -> ServerState | None:
     """The running check server when it can take this job: started with ``--batch`` (a session tuned
     for throughput: on a latency-tuned session an ingest of 9M events took twice as long) and on the same master."""
-    from checkers import server
     from checkers.spark import resolve_master
+    from harness import checkserver as server
 
     st = server.read_state()
     return st if st is not None and st.batch and st.master == resolve_master(master) else None

@@ -21,11 +21,11 @@ from typing import Any
 
 from rich.console import Console
 
+from base.errors import EXIT_UNKNOWN, UsageError, exit_code_for
+from base.parsing import command_parser, summary
 from checkers.result import worst
 from checkers.spark import add_master_flag
 from harness.campaign import DEFAULT_CAMPAIGN, Campaign, CampaignError, PlannedRun, load_campaign
-from harness.cli import summary
-from harness.errors import EXIT_UNKNOWN, UsageError, exit_code_for
 from harness.outputs import writable_dir, writable_file
 from harness.store import new_run_dir, write_json
 from harness.terminal import output_console
@@ -48,14 +48,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def plan_specs(campaign: Campaign, inv: Any) -> list[tuple[PlannedRun, Any]]:
     """Every planned run as a TestSpec, built the way `harness run` builds one: all checked before any starts."""
-    from harness.cli import build_parser
-    from harness.commands.run import spec_from_args
+    from harness.commands import run as run_command
 
-    parser = build_parser()
+    parser = command_parser("harness", "", [run_command.register])  # `harness run`'s parser alone
     out = []
     for planned in campaign.plan():
         try:
-            out.append((planned, spec_from_args(parser.parse_args(["run", *planned.argv(campaign)]), inv)))
+            out.append((planned, run_command.spec_from_args(parser.parse_args(["run", *planned.argv(campaign)]), inv)))
         except UsageError as e:
             raise CampaignError(f"{campaign.path}: run {planned.key} ({planned.label}): {e}") from None
     return out
@@ -73,7 +72,7 @@ def _resume_dir(root: Path, campaign: Campaign) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.inventory import load_inventory
+    from base.inventory import load_inventory
 
     campaign = load_campaign(args.file)
     if args.budget is not None and args.budget <= 0:

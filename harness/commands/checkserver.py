@@ -1,5 +1,5 @@
 """`harness check-server start|stop|status`: a warm SparkSession for `harness check`, and with `--batch`
-for `harness analyze` too (checkers.server)."""
+for `harness analyze` too (harness.checkserver)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import argparse
 import sys
 import time
 
+from base.errors import UsageError
 from checkers.spark import add_master_flag, check_master
-from harness.errors import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from checkers import server
+    from harness import checkserver as server
 
     if args.action != "start" and (args.spark_master or args.idle_timeout is not None or args.batch):
         raise UsageError(f"--spark-master, --idle-timeout and --batch go with `check-server start`, not {args.action}")

@@ -15,16 +15,16 @@ import sys
 import time
 from pathlib import Path
 
+from base.errors import UsageError
+from base.inventory import Inventory, NodeSpec, load_inventory
+from base.localstate import DOCTOR_PREFIX, owned_tempdir
+from base.parsing import summary
+from base.remote import RemoteError, SSHRemote, on_nodes
 from checkers.zxid import DEFAULT_SKEW
 from harness import hostkeys
-from harness.cli import summary
 from harness.cluster import free_ports_on
 from harness.doctor import Check, judge, parse_probe, probe_command
-from harness.errors import UsageError
-from harness.inventory import Inventory, NodeSpec, load_inventory
-from harness.localstate import DOCTOR_PREFIX, owned_tempdir
 from harness.provision import pydeps_dir
-from harness.remote import RemoteError, SSHRemote, on_nodes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -128,7 +128,7 @@ def connect_node(inv: Inventory, node: NodeSpec, sshd: object, timeout: float) -
 
 
 def _embedded_sshd(inv: Inventory, tmp: Path) -> object:
-    from harness.components.sshd import EmbeddedSshd
+    from base.components.sshd import EmbeddedSshd
 
     sshd = EmbeddedSshd(tmp / "sshd", sorted({n.address for n in inv.nodes}))
     sshd.start()

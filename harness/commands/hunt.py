@@ -17,8 +17,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.cli import summary
-from harness.errors import UsageError
+from base.errors import UsageError
+from base.parsing import summary
 from harness.outputs import writable_file
 from harness.terminal import output_console
 
@@ -46,9 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_hunt(args: argparse.Namespace) -> int:
+    from base.inventory import load_inventory
     from harness.commands.run import spec_from_args, toggles_from_args
     from harness.engine import Engine
-    from harness.inventory import load_inventory
     from nemesis.registry import FAULTS
     from nemesis.search import HUNT_FAULTS, duration_steps
 

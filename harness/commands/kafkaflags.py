@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from harness.spec import ZK_SOCKETS, KafkaBrokers
 
 # registration_liveness's margin with real brokers: a killed broker's JVM needs seconds to start
@@ -34,7 +34,7 @@ def kafka_brokers(version: str | None, flag: str, args: argparse.Namespace, ense
                   default_socket: str = "nio") -> KafkaBrokers | None:
     """``KafkaBrokers`` for ``version`` given with ``flag`` (None: no real brokers, and then
     ``--zk-socket``/``--zk-hosts`` are errors). ``ensemble``: servers in the inventory."""
-    from harness.components.kafka import parse_version
+    from base.components.kafka import parse_version
 
     if version is None:
         for name, value in (("--zk-socket", args.zk_socket), ("--zk-hosts", args.zk_hosts)):
@@ -54,7 +54,7 @@ def kafka_brokers(version: str | None, flag: str, args: argparse.Namespace, ense
 
 def fetch(brokers: KafkaBrokers, flag: str) -> None:
     """Resolve the jars before anything starts: a version Maven cannot resolve is bad input."""
-    from harness.components.kafka import fetch_kafka
+    from base.components.kafka import fetch_kafka
 
     try:
         fetch_kafka(brokers.version)

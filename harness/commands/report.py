@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import summary
-from harness.errors import EXIT_BAD_INPUT, UsageError
+from base.errors import EXIT_BAD_INPUT, UsageError
+from base.parsing import summary
 
 
 def register(sub: argparse._SubParsersAction) -> None:

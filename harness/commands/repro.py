@@ -19,10 +19,10 @@ from typing import Any
 
 from rich.console import Console
 
+from base.errors import EXIT_BAD_INPUT, UsageError
+from base.parsing import summary
 from checkers.spark import add_master_flag
-from harness.cli import summary
 from harness.commands.kafkaflags import add_zk_client_args, fetch, kafka_brokers, kafka_target
-from harness.errors import EXIT_BAD_INPUT, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -124,8 +124,8 @@ def run(args: argparse.Namespace) -> int:
     if why is not None and (kafka is None or compare):
         console.print(f"[yellow]{sc.id} is not available in this build:[/] {why}")
         return EXIT_BAD_INPUT
+    from base.inventory import load_inventory
     from harness.engine import Engine
-    from harness.inventory import load_inventory
     from scenarios.timeline import render
 
     inv = load_inventory(args.inventory)

@@ -16,8 +16,10 @@ from typing import Any
 from rich.console import Console
 
 from agent.config import ConfigError, parse_toggle_args
+from base.errors import EXIT_CRASH, UsageError
+from base.inventory import Inventory, load_inventory
+from base.parsing import summary
 from checkers.spark import add_master_flag
-from harness.cli import summary
 from harness.commands.kafkaflags import (
     KAFKA_MARGIN_MS,
     add_zk_client_args,
@@ -25,8 +27,6 @@ from harness.commands.kafkaflags import (
     kafka_brokers,
     kafka_target,
 )
-from harness.errors import EXIT_CRASH, UsageError
-from harness.inventory import Inventory, load_inventory
 from harness.outputs import writable_file
 from harness.spec import KafkaBrokers, TestSpec
 from harness.terminal import output_console
@@ -135,7 +135,7 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     if schedule is None:
         schedule, name = _schedule_from_args(args, inv, seed, name)
     if kafka is not None:
-        # what a real broker's log tells the checkers: its registrations (harness.kafkalog)
+        # what a real broker's log tells the checkers: its registrations (base.kafkalog)
         return TestSpec(name=name if getattr(args, "test", None) else f"{name}-kafka-{kafka.version}",
                         zkproxy="all" if getattr(args, "zkproxy", False) else "off", kafka=kafka, workload=workload,
                         schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms, seed=seed,

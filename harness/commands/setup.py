@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 
-from harness.cli import summary
+from base.errors import UsageError
+from base.inventory import Inventory, NodeSpec, load_inventory
+from base.parsing import summary
+from base.remote import RemoteError, on_nodes
 from harness.commands.doctor import connect_node
-from harness.errors import UsageError
 from harness.installer import Outcome, kazoo_wheels, provision_node, zookeeper_tarball
-from harness.inventory import Inventory, NodeSpec, load_inventory
-from harness.remote import RemoteError, on_nodes
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.localstate import (
+from base.localstate import (
     BENCH_PREFIX,
     DOCTOR_PREFIX,
     ENGINE_PREFIX,
@@ -21,7 +21,7 @@ from harness.localstate import (
     owner_alive,
     processes_mentioning,
 )
-from harness.remote import ProcessControl, RemoteError, kill_local_pid
+from base.remote import ProcessControl, RemoteError, kill_local_pid
 from harness.salvage import salvage
 
 
@@ -33,8 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from checkers import server
     from checkers.spark import SCRATCH_PREFIX
+    from harness import checkserver as server
     from harness.analysis.job import WARM_UP_PREFIX
 
     stopped = server.stop()
@@ -116,9 +116,9 @@ def _copy_local(node: str, src: str, dest: Path) -> bool:
 
 
 def _remote_teardown(st: dict) -> tuple[int, int | None]:
+    from base.inventory import load_inventory
+    from base.remote import on_nodes
     from harness.cluster import Cluster
-    from harness.inventory import load_inventory
-    from harness.remote import on_nodes
     from nemesis.registry import crash_heals
 
     inv = load_inventory(st["inventory"])

@@ -19,7 +19,7 @@ import signal
 import sys
 from pathlib import Path
 
-from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, UsageError
+from base.errors import EXIT_BAD_INPUT, EXIT_CRASH, UsageError
 from history import EventWriter
 from nemesis.zkproxy.control import ControlServer
 from nemesis.zkproxy.proxy import HELD_ON_CLOSE, ListenerSpec, ZkProxy

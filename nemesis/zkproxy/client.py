@@ -11,8 +11,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from harness.components.process import LocalProcess
-from harness.wait import wait_until
+from base.components.process import LocalProcess
+from base.wait import wait_until
 
 
 class ZkProxyError(RuntimeError):

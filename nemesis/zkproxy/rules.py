@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from zkwire import OP_NAMES, op_code
 
 DIRS = ("c2s", "s2c")

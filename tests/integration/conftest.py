@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.components.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode, four_letter
-from harness.ports import free_port
-from harness.remote import LocalRemote
+from base.components.zookeeper import Ensemble, ZkMember, ZkSettings, ZooKeeperNode, four_letter
+from base.ports import free_port
+from base.remote import LocalRemote
 
 
 @dataclass
@@ -55,8 +55,8 @@ def warm_engine(tmp_path_factory):
     into its own store. A test that proves what a cold run leaves behind builds its own engine."""
     from rich.console import Console
 
+    from base.inventory import load_inventory
     from harness.engine import Engine
-    from harness.inventory import load_inventory
 
     with Engine(load_inventory(), tmp_path_factory.mktemp("warm-store"), Console(quiet=True), keep_warm=True) as e:
         yield e
@@ -68,8 +68,8 @@ def cluster(tmp_path_factory):
     a proxy per link. Agents are not started: call ``cluster.start_agents(toggles=...)``."""
     import uuid
 
+    from base.inventory import load_inventory
     from harness.cluster import Cluster
-    from harness.inventory import load_inventory
 
     inv = load_inventory()
     with Cluster(inv, tmp_path_factory.mktemp("cluster"), run_id=f"test-{uuid.uuid4().hex[:8]}") as c:

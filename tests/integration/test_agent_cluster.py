@@ -12,7 +12,7 @@ import pytest
 
 from agent import znodes as zn
 from agent.client import AgentAdmin, KafkaClient
-from harness.components.toxiproxy import Link
+from base.components.toxiproxy import Link
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.localstate import BENCH_PREFIX, processes_mentioning
+from base.localstate import BENCH_PREFIX, processes_mentioning
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

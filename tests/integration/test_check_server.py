@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers import server
 from checkers.testing import EventLog
+from harness import checkserver as server
 from tests.integration.test_check_fencing import c2
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from base.components.sshd import EmbeddedSshd
+from base.errors import UsageError
+from base.remote import HostKeyRefused, SSHRemote
 from harness import hostkeys
-from harness.components.sshd import EmbeddedSshd
-from harness.errors import UsageError
-from harness.remote import HostKeyRefused, SSHRemote
 
 pytestmark = pytest.mark.integration
 ADDRESS = "127.0.0.31"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.localstate import ENGINE_PREFIX, STATE_DIR, processes_mentioning
+from base.localstate import ENGINE_PREFIX, STATE_DIR, processes_mentioning
 from history import read_events
 from tests.waiting import wait_for
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from base.components import ProcState
+from base.components.kafka import KAFKA_CACHE, KafkaBroker, KafkaSettings, fetch_kafka
+from base.components.sshd import EmbeddedSshd
+from base.ports import free_port
+from base.remote import LocalRemote, SSHRemote
 from harness import hostkeys
-from harness.components import ProcState
-from harness.components.kafka import KAFKA_CACHE, KafkaBroker, KafkaSettings, fetch_kafka
-from harness.components.sshd import EmbeddedSshd
-from harness.ports import free_port
-from harness.remote import LocalRemote, SSHRemote
 from nemesis.zkproxy import ProxyProcess
 from tests.waiting import wait_for
 
@@ -119,7 +119,7 @@ def test_real_kafka_broker_registers_is_killed_restarted_and_stopped(zk_server, 
 
 def test_unresolvable_or_kraft_only_version_is_one_line_exit_254():
     for version, says in (("4.0.0", "no ZooKeeper mode"), ("3.9.99", "Maven could not resolve")):
-        p = subprocess.run([sys.executable, "-m", "harness.components.kafka", "fetch", version],
+        p = subprocess.run([sys.executable, "-m", "base.components.kafka", "fetch", version],
                            capture_output=True, text=True, timeout=300, cwd=REPO)
         assert p.returncode == 254, p.stderr
         assert p.stderr.count("\n") == 1 and says in p.stderr and p.stdout == ""

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from harness.components import ProcState
+from base.components import ProcState
 from history import EventWriter
 from nemesis.base import FaultOp, NemesisRunner
 from nemesis.nemeses import default_nemeses

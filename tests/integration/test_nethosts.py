@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.localstate import processes_mentioning
+from base.localstate import processes_mentioning
 from history import read_events
 from tests.nethosts import NetHosts, available, sh
 

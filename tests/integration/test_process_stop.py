@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.components import ProcState
-from harness.remote import LocalRemote, ProcessControl
+from base.components import ProcState
+from base.remote import LocalRemote, ProcessControl
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration

@@ -19,9 +19,9 @@ pytestmark = pytest.mark.integration
 
 
 def test_short_queue_run_records_and_checks_every_client_operation(tmp_path, warm_engine):
+    from base.inventory import load_inventory
     from harness.cli import build_parser
     from harness.commands.run import spec_from_args
-    from harness.inventory import load_inventory
     from workloads.queue import QUEUE_CHECKERS
 
     args = build_parser().parse_args(["run", "--store", str(tmp_path / "store"), "--workload", "queue",

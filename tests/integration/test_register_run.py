@@ -25,9 +25,9 @@ pytestmark = pytest.mark.integration
 
 
 def _run(engine, tmp_path, reads: str, schedule: Schedule, time_limit: float, seed: int, extra: list[str] = ()):  # noqa: ANN202
+    from base.inventory import load_inventory
     from harness.cli import build_parser
     from harness.commands.run import spec_from_args
-    from harness.inventory import load_inventory
     from workloads.register import REGISTER_CHECKERS
 
     args = build_parser().parse_args(["run", "--store", str(tmp_path / "store"), "--workload", "register",

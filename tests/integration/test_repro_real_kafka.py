@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from base.components.kafka import fetch_kafka
 from harness.cluster import STATE_DIR
-from harness.components.kafka import fetch_kafka
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from base.inventory import load_inventory
 from harness.cli import build_parser, main
 from harness.commands.kafkaflags import KAFKA_MARGIN_MS
 from harness.commands.run import spec_from_args
-from harness.inventory import load_inventory
 from harness.spec import KafkaBrokers
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.components.kafka import fetch_kafka
+from base.components.kafka import fetch_kafka
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.localstate import processes_mentioning
+from base.localstate import processes_mentioning
 from history import read_events
 from nemesis.scripted import load_schedule
 from tests.runs import run_test

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.localstate import processes_mentioning
+from base.localstate import processes_mentioning
 from history import read_events
 from tests.runs import run_test
 
@@ -71,7 +71,7 @@ def test_harness_teardown_cleans_up_after_a_crashed_run(tmp_path):
         "import sys, time\n"
         "from pathlib import Path\n"
         "from harness.cluster import Cluster\n"
-        "from harness.inventory import load_inventory\n"
+        "from base.inventory import load_inventory\n"
         f"c = Cluster(load_inventory(), Path({str(tmp_path / 'scratch')!r}), 'crash-test')\n"
         "c.start(); c.start_agents(); c.wait_registered(timeout=60)\n"
         "print('ready', flush=True)\n"

@@ -102,7 +102,7 @@ def test_a_session_that_never_started_leaves_no_directory() -> None:
 
 
 def test_teardown_removes_the_build_dir_of_a_process_killed_while_javac_ran(tmp_path: Path) -> None:
-    from harness.localstate import JAVAC_PREFIX, processes_mentioning
+    from base.localstate import JAVAC_PREFIX, processes_mentioning
 
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO), "HARNESS_JAR_DIR": str(tmp_path / "jars")}
     proc = subprocess.Popen([sys.executable, "-c", "from checkers import udfs; udfs.build()"], cwd=REPO, env=env,
@@ -127,9 +127,7 @@ def test_teardown_removes_the_build_dir_of_a_process_killed_while_javac_ran(tmp_
 
 
 def test_teardown_removes_every_kind_of_scratch_dir_a_dead_process_left(tmp_path: Path) -> None:
-    from checkers.spark import SCRATCH_PREFIX
-    from harness.analysis.job import WARM_UP_PREFIX
-    from harness.localstate import (
+    from base.localstate import (
         BENCH_PREFIX,
         DOCTOR_PREFIX,
         ENGINE_PREFIX,
@@ -137,6 +135,8 @@ def test_teardown_removes_every_kind_of_scratch_dir_a_dead_process_left(tmp_path
         KAFKA_LOGS_PREFIX,
         owner_prefix,
     )
+    from checkers.spark import SCRATCH_PREFIX
+    from harness.analysis.job import WARM_UP_PREFIX
 
     dead = {p: tmp_path / f"{p}999999999-1-x" for p in (SCRATCH_PREFIX, JAVAC_PREFIX, WARM_UP_PREFIX, DOCTOR_PREFIX,
                                                           KAFKA_LOGS_PREFIX, BENCH_PREFIX, ENGINE_PREFIX)}

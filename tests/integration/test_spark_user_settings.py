@@ -77,7 +77,7 @@ def test_the_users_jars_and_jvm_options_stay(where: str, tmp_path: Path) -> None
 @pytest.mark.parametrize("command", [["check", "--no-server"], ["check-server", "start"]])
 def test_a_session_the_defaults_break_is_one_line_naming_the_cause_and_the_file(command: list[str],
                                                                                tmp_path: Path) -> None:
-    from checkers import server
+    from harness import checkserver as server
 
     conf = tmp_path / "conf"
     conf.mkdir()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.localstate import processes_mentioning
+from base.localstate import processes_mentioning
 from history import read_events
 
 pytestmark = pytest.mark.integration

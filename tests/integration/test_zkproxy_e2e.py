@@ -20,7 +20,7 @@ from kazoo.exceptions import ConnectionLoss, NodeExistsError
 from kazoo.protocol.states import KazooState
 
 import zkwire
-from harness.components.zookeeper import parse_dump_sessions
+from base.components.zookeeper import parse_dump_sessions
 from nemesis.zkproxy import ProxyProcess
 from tests.waiting import wait_for
 

@@ -1,6 +1,6 @@
 """The shipped agent is self-contained, and the control node uses only its public interface.
 
-- The bundle, tarred exactly as the harness ships it (``harness.components.agent.build_agent_bundle``), imports
+- The bundle, tarred exactly as the harness ships it (``base.components.agent.build_agent_bundle``), imports
   in a fresh interpreter that cannot import any control-node package.
 - The control node imports only ``agent.config``, ``agent.client`` and ``agent.znodes``.
 
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.components.agent import AGENT_PACKAGES, REPO_ROOT, build_agent_bundle
+from base.components.agent import AGENT_PACKAGES, REPO_ROOT, build_agent_bundle
 
-CONTROL_NODE = ("harness", "nemesis", "workloads", "checkers", "scenarios")
+CONTROL_NODE = ("harness", "base", "nemesis", "workloads", "checkers", "scenarios")
 AGENT_PUBLIC = {"agent.config", "agent.client", "agent.znodes"}
 
 # Runs in the fresh interpreter: argv[1] = the extracted bundle, argv[2] = JSON list of blocked

@@ -76,7 +76,7 @@ def test_ship_zip_is_stable_and_complete(tmp_path: Path) -> None:
     a = build_zip(tmp_path)
     assert build_zip(tmp_path) == a
     names = set(zipfile.ZipFile(a).namelist())
-    assert {"checkers/__init__.py", "checkers/zxid.py", "history/events.py", "harness/errors.py"} <= names
+    assert {"checkers/__init__.py", "checkers/zxid.py", "history/events.py", "base/errors.py"} <= names
     assert not any("__pycache__" in n for n in names)
 
 

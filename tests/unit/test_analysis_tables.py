@@ -175,7 +175,7 @@ def test_anomaly_rates_count_each_run_once() -> None:
 def test_zk_version_from_settings_or_the_jar(tmp_path) -> None:  # noqa: ANN001
     import zipfile
 
-    from harness.components.zookeeper import ZkSettings
+    from base.components.zookeeper import ZkSettings
     from harness.zkversion import zk_version
 
     jar = tmp_path / "zookeeper-3.8.4.jar"

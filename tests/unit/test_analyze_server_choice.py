@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from checkers import server
-from checkers.server import ServerState
+from harness import checkserver as server
+from harness.checkserver import ServerState
 from harness.commands.analyze import _server_for
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from base.inventory import load_inventory
 from harness.campaign import DEFAULT_CAMPAIGN, CampaignError, load_campaign
 from harness.cli import main
 from harness.commands.campaign import plan_specs
-from harness.inventory import load_inventory
 from harness.report.campaign import campaign_index
 
 GOOD = """\

@@ -1,4 +1,4 @@
-"""checkers.cds: which options the driver JVM gets for the class-data-sharing archive (no JVM here)."""
+"""checkers.cds and harness.cds: which options the driver JVM gets for the class-data-sharing archive (no JVM here)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from checkers import cds
+from harness import cds as build_cds
 
 
 @pytest.fixture
 def archive_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(cds.DIR_ENV, str(tmp_path))
-    for name in (cds.OFF_ENV, cds._DUMP_ENV, cds._VERIFY_ENV):
+    for name in (cds.OFF_ENV, cds.DUMP_ENV, cds.VERIFY_ENV):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
 
@@ -38,10 +39,10 @@ def test_off_starts_without_the_archive(archive_dir: Path, monkeypatch: pytest.M
 
 def test_the_building_and_verifying_children_get_their_own_options(archive_dir: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cds._DUMP_ENV, "/x/.building-1.jsa")
+    monkeypatch.setenv(cds.DUMP_ENV, "/x/.building-1.jsa")
     assert cds.jvm_options() == "-XX:ArchiveClassesAtExit=/x/.building-1.jsa"
-    monkeypatch.delenv(cds._DUMP_ENV)
-    monkeypatch.setenv(cds._VERIFY_ENV, "/x/.building-1.jsa")
+    monkeypatch.delenv(cds.DUMP_ENV)
+    monkeypatch.setenv(cds.VERIFY_ENV, "/x/.building-1.jsa")
     assert cds.jvm_options() == "-XX:SharedArchiveFile=/x/.building-1.jsa -Xshare:on"
 
 
@@ -71,7 +72,7 @@ def test_the_archive_is_keyed_on_the_warm_up_history(archive_dir: Path, tmp_path
 
 
 def test_an_unknown_argument_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cds.main(["--bogus"]) == 254
+    assert build_cds.main(["--bogus"]) == 254
     assert "unknown argument '--bogus'" in capsys.readouterr().err
 
 
@@ -79,5 +80,5 @@ def test_if_missing_does_nothing_when_the_archive_is_built(archive_dir: Path) ->
     path = cds.archive_path()
     assert path is not None
     path.write_bytes(b"built")
-    assert cds.main(["--if-missing"]) == 0
+    assert build_cds.main(["--if-missing"]) == 0
     assert path.read_bytes() == b"built"

@@ -1,5 +1,5 @@
-"""Which `harness check` calls go to a running check server (checkers.command._server_for) and how a
-stale server record is handled (checkers.server.read_state), and which temporary directories (a batch
+"""Which `harness check` calls go to a running check server (harness.commands.check._server_for) and how a
+stale server record is handled (harness.checkserver.read_state), and which temporary directories (a batch
 server's warm-up stores, a Spark driver's files) `harness teardown` removes: plain data, no server."""
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from checkers import command, server
+from base.localstate import process_start_time
 from checkers.spark import SCRATCH_PREFIX
+from harness import checkserver as server
 from harness.analysis.job import WARM_UP_PREFIX
-from harness.localstate import process_start_time
+from harness.commands import check as command
 
 
 def args(**kw: object) -> argparse.Namespace:
@@ -73,7 +74,7 @@ def test_the_record_lives_in_the_state_dir_teardown_reads() -> None:
 
 @pytest.mark.parametrize("prefix", [WARM_UP_PREFIX, SCRATCH_PREFIX])  # a batch server's warm-up, a Spark driver's
 def test_teardown_removes_only_the_temp_dirs_of_processes_that_are_gone(tmp_path, prefix) -> None:  # noqa: ANN001
-    from harness.localstate import orphaned, owner_prefix
+    from base.localstate import orphaned, owner_prefix
 
     me = os.getpid()
     gone = subprocess.Popen(["true"])

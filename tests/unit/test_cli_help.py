@@ -7,7 +7,8 @@ import argparse
 
 import pytest
 
-from harness.cli import build_parser, summary
+from base.parsing import summary
+from harness.cli import build_parser
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:

@@ -13,7 +13,7 @@ import pytest
 from history.kinds import FAULTS, KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
-WRITERS = ("agent", "harness", "nemesis", "workloads", "scenarios")
+WRITERS = ("agent", "base", "harness", "nemesis", "workloads", "scenarios")
 ENVELOPE_KWARGS = {"type", "process"}
 
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from harness.components import ProcState
+from base.components import ProcState
+from base.errors import RunInterrupted
+from base.inventory import load_inventory
 from harness.effects import Effects
 from harness.engine import Engine
-from harness.errors import RunInterrupted
-from harness.inventory import load_inventory
 from harness.spec import ANOMALY, Expectation, KafkaBrokers, TestSpec
 from history import EventWriter, read_events
 from nemesis.base import FaultOp
@@ -470,7 +470,7 @@ def test_spark_starts_when_a_long_timed_play_begins_else_before_the_cluster(tmp_
 
 
 def test_a_check_whose_spark_will_not_start_leaves_the_run_unknown_with_its_history(tmp_path: Path) -> None:
-    from harness.errors import EnvironmentFailed
+    from base.errors import EnvironmentFailed
 
     def no_spark(engine: Any, history: str, spec: TestSpec) -> dict[str, Any]:
         raise EnvironmentFailed("Spark master spark://127.0.0.1:7077: no session (gone)")

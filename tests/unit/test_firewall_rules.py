@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from nemesis.firewall import HEAL_COMMAND, TABLE, as_root, rules_for
 from nemesis.grudges import build
 from nemesis.packages import package_schedule
@@ -43,8 +43,8 @@ def test_net_partition_is_packaged_with_grudge_targets():
 
 
 def test_net_partition_is_refused_on_the_embedded_inventory(tmp_path):
+    from base.inventory import load_inventory
     from harness.commands.run import _refuse_host_faults
-    from harness.inventory import load_inventory
 
     inv = load_inventory("inventory/local.toml")
     with pytest.raises(UsageError, match="--faults: net_partition needs nodes that are their own hosts"):

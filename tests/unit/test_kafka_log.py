@@ -1,9 +1,9 @@
-"""A real Kafka broker's log → history events (``harness.kafkalog``), on lines a Kafka 3.9.1 broker
+"""A real Kafka broker's log → history events (``base.kafkalog``), on lines a Kafka 3.9.1 broker
 wrote in a ``harness repro KAFKA-14845 --kafka 3.9.1 --zk-socket netty`` run (broker 2)."""
 
 from __future__ import annotations
 
-from harness.kafkalog import log_time, parse_broker_log, to_events
+from base.kafkalog import log_time, parse_broker_log, to_events
 
 # verbatim, in log order (the continuation line of a stack trace included)
 LOG = """\

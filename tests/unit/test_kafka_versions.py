@@ -1,4 +1,4 @@
-"""harness.components.kafka without a JVM or Maven: versions, coordinates, config, Maven's errors."""
+"""base.components.kafka without a JVM or Maven: versions, coordinates, config, Maven's errors."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.components import Component
-from harness.components.kafka import (
+from base.components import Component
+from base.components.kafka import (
     KafkaBroker,
     KafkaSettings,
     _maven_error,
@@ -17,8 +17,8 @@ from harness.components.kafka import (
     parse_version,
     render_server_properties,
 )
-from harness.errors import UsageError
-from harness.remote import LocalRemote
+from base.errors import UsageError
+from base.remote import LocalRemote
 
 
 def test_versions_with_zookeeper_mode_only() -> None:
@@ -65,7 +65,7 @@ def test_maven_error_is_one_line() -> None:
 
 
 def test_kraft_only_version_exits_254_without_maven() -> None:
-    p = subprocess.run([sys.executable, "-m", "harness.components.kafka", "fetch", "4.0.0"], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "base.components.kafka", "fetch", "4.0.0"], capture_output=True,
                        text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
     assert p.returncode == 254 and p.stdout == ""
     assert p.stderr == "harness: Kafka 4.0.0: 4.0 and later have no ZooKeeper mode (KRaft only); use 2.x-3.9.x\n"

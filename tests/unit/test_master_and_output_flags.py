@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from base.errors import UsageError
 from checkers.spark import ENV_MASTER, master_arg, master_problem, resolve_master, standalone_endpoints
-from harness.errors import UsageError
 from harness.outputs import writable_dir, writable_file
 
 UNWRITABLE = Path("/proc/zkfence-no-such-dir")  # not even root creates files under /proc

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from base.inventory import load_inventory
 from harness.campaign import CampaignError, parse_campaign
 from harness.commands.campaign import plan_specs
-from harness.inventory import load_inventory
 from nemesis.episodes import EPISODES, Cluster, duration, needs
 from nemesis.packages import PACKAGEABLE, package_schedule
 from nemesis.registry import FAULTS

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness.components import ProcState, Unsupported, parse_stat
-from harness.inventory import load_inventory
+from base.components import ProcState, Unsupported, parse_stat
+from base.inventory import load_inventory
 from history import EventWriter, read_events
 from nemesis.base import FaultOp, NemesisRunner, TargetError
 from nemesis.process import ProcessNemesis

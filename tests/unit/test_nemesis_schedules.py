@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from nemesis.base import FaultOp
 from nemesis.packages import package_schedule
 from nemesis.schedule import Schedule, Step

@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
+from base.components.zookeeper import DEBIAN_CLASSPATH, ZkSettings
+from base.inventory import InventoryError, parse_inventory
 from harness import provision as pv
-from harness.components.zookeeper import DEBIAN_CLASSPATH, ZkSettings
-from harness.inventory import InventoryError, parse_inventory
 
 BASE = {"ssh": {"mode": "external", "user": "root"},
         "nodes": [{"name": "zk1", "address": "10.1.0.1", "roles": ["zookeeper"]},

@@ -9,9 +9,9 @@ import pytest
 
 from agent.config import ConfigError, Toggles, parse_toggle_args
 from agent.registration import NO_SESSION, AfterNodeExists, after_node_exists
+from base.components.zookeeper import ZkMember, ZkSettings, parse_dump_sessions, parse_mode, render_config
+from base.inventory import DEFAULT_INVENTORY, InventoryError, load_inventory
 from harness.cli import main
-from harness.components.zookeeper import ZkMember, ZkSettings, parse_dump_sessions, parse_mode, render_config
-from harness.inventory import DEFAULT_INVENTORY, InventoryError, load_inventory
 from history import EventWriter, HistoryFormatError, merge, read_events
 
 REPO = Path(__file__).resolve().parents[2]

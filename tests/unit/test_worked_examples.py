@@ -99,7 +99,7 @@ class FakeComponent:
 
 class FakeCluster:
     def __init__(self) -> None:
-        from harness.inventory import load_inventory
+        from base.inventory import load_inventory
 
         self.inv = load_inventory()
         self.comps = {n.name: FakeComponent() for n in self.inv.nodes}

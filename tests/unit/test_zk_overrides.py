@@ -28,7 +28,7 @@ def test_bad_zk_flags_name_the_key(items, says):
 
 
 def test_only_the_zoo_cfg_timings_are_overrides_and_every_one_is_a_zk_setting():
-    from harness.components.zookeeper import ZkSettings
+    from base.components.zookeeper import ZkSettings
 
     assert set(ZK_OVERRIDE_KEYS) <= set(ZkSettings.__dataclass_fields__)  # the engine replaces these fields
     assert check_overrides({"sync_limit": 100}) is None

@@ -10,10 +10,10 @@ import shlex
 import socket
 from dataclasses import dataclass, field
 
-from harness.components import ProcState
-from harness.components.process import RemoteProcess
-from harness.remote import Remote, RemoteError, on_nodes
-from harness.wait import wait_until
+from base.components import ProcState
+from base.components.process import RemoteProcess
+from base.remote import Remote, RemoteError, on_nodes
+from base.wait import wait_until
 
 DEBIAN_CLASSPATH = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"

@@ -1,7 +1,7 @@
-"""The children of ``checkers.cds.build``: ``--dump`` loads what a check and an ingest load in a session
+"""The children of ``harness.cds.build``: ``--dump`` loads what a check and an ingest load in a session
 whose JVM dumps its classes at exit; ``--verify`` starts a session that must map the archive. Apart
-from ``checkers.cds`` because ``checkers.spark`` imports that one, and this one imports the checkers
-and the ingest."""
+from ``harness.cds`` because each runs in a process of its own (``python -m harness.cds_train``),
+whose JVM's classes are the archive."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return _dump()
     if args == ["--verify"]:
         return _verify()
-    print("python -m checkers.cds_train: --dump or --verify (run by python -m checkers.cds)", file=sys.stderr)
+    print("python -m harness.cds_train: --dump or --verify (run by python -m harness.cds)", file=sys.stderr)
     return 254
 
 

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.config import AgentConfig
-from harness.components.process import RemoteProcess
-from harness.inventory import NodeSpec
-from harness.remote import Remote
-from harness.wait import wait_until
+from base.components.process import RemoteProcess
+from base.inventory import NodeSpec
+from base.remote import Remote
+from base.wait import wait_until
 from history import Event, read_events
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

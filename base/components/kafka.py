@@ -9,7 +9,7 @@ the workdir, the given ``zookeeper.connect``, the session timeout) and runs ``ka
 small heap, detached, through the node's ``Remote`` like every other ``RemoteProcess``.
 
 Versions without ZooKeeper mode (4.0 and later) and versions Maven cannot resolve are bad input
-(``UsageError``: one line, exit 254 from ``python -m harness.components.kafka``).
+(``UsageError``: one line, exit 254 from ``python -m base.components.kafka``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.components.process import RemoteProcess
-from harness.errors import EXIT_BAD_INPUT, UsageError
-from harness.localstate import KAFKA_LOGS_PREFIX, owned_tempdir
-from harness.remote import Remote, RemoteError
-from harness.wait import wait_until
+from base.components.process import RemoteProcess
+from base.errors import EXIT_BAD_INPUT, UsageError
+from base.localstate import KAFKA_LOGS_PREFIX, owned_tempdir
+from base.remote import Remote, RemoteError
+from base.wait import wait_until
 from history import Event
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -254,17 +254,17 @@ class KafkaBroker(RemoteProcess):
         """Delete the broker's log dirs (its partitions and meta.properties)."""
         self.remote.run(f"rm -rf {shlex.quote(self.data_dir)}", check=False)
 
-    # -- the broker's own account, parsed from its log (harness.kafkalog) -------------------------
+    # -- the broker's own account, parsed from its log (base.kafkalog) -------------------------
     def parsed_events(self, dest: Path) -> list[Event] | None:
         """Every start's log, oldest first, downloaded into ``dest`` and parsed; None without a log."""
-        from harness.kafkalog import broker_events
+        from base.kafkalog import broker_events
 
         logs = [self.download(p, dest / f"{self.name}-{i}.log") for i, p in enumerate((self.previous_log, self.logfile))]
         return broker_events(logs, self.broker_id, self.settings.session_timeout_ms, self.run)
 
     def collect_events(self, dest: Path) -> Path | None:
         """The events the broker's log says, as ``dest/kafka-N.jsonl`` (source ``agent:N``)."""
-        from harness.kafkalog import write_events
+        from base.kafkalog import write_events
 
         with owned_tempdir(KAFKA_LOGS_PREFIX) as tmp:
             events = self.parsed_events(Path(tmp))
@@ -280,10 +280,10 @@ class KafkaBroker(RemoteProcess):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.components.kafka fetch VERSION``: resolve and cache; print the libs dir."""
+    """``python -m base.components.kafka fetch VERSION``: resolve and cache; print the libs dir."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2 or args[0] != "fetch":
-        print("usage: python -m harness.components.kafka fetch VERSION", file=sys.stderr)
+        print("usage: python -m base.components.kafka fetch VERSION", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         print(fetch_kafka(args[1]))

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from agent.config import ConfigError, Toggles
-from harness.components.zookeeper import DEBIAN_CLASSPATH, ZkSettings
-from harness.errors import UsageError
-from harness.tomlfile import read_toml
+from base.components.zookeeper import DEBIAN_CLASSPATH, ZkSettings
+from base.errors import UsageError
+from base.tomlfile import read_toml
 
 ZK_SOURCES = ("preinstalled", "debian", "maven")
 

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from base.errors import UsageError, exit_code_for
+from base.parsing import summary
 from checkers.parsers import FORMATS, ParseError
 from checkers.result import Result, worst
 from checkers.spark import add_master_flag
-from harness.cli import summary
-from harness.errors import UsageError, exit_code_for
 from harness.outputs import writable_dir, writable_file
 
 RESULTS_FILE = "results-check.json"
@@ -99,8 +99,8 @@ def _check_project(jsonl: list[str], check: Callable[[list[str]], dict[str, Resu
 def _server_for(args: argparse.Namespace, fmts: list[str]) -> Any:
     """The running check server when it can take this check: project histories only (reference ones
     only with --local), no --parquet, the same Spark master."""
-    from checkers import server
     from checkers.spark import resolve_master
+    from harness import checkserver as server
 
     if args.no_server or args.parquet or not all(f == "jsonl" or args.local for f in fmts):
         return None
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
 
             write_parquet(spark, jsonl, args.parquet)
         if remote is not None:
-            from checkers.server import check_remote
+            from harness.checkserver import check_remote
 
             print(f"harness check: on the check server (pid {remote.pid}, {remote.master})", file=sys.stderr)
             results.update(_check_project(jsonl, lambda paths: check_remote(remote, paths), len(args.paths), skipped))

@@ -16,9 +16,9 @@ from typing import Any
 from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 
-from harness.components.process import LocalProcess
-from harness.ports import free_port
-from harness.wait import wait_until
+from base.components.process import LocalProcess
+from base.ports import free_port
+from base.wait import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,9 +12,9 @@ import socket
 import subprocess
 from pathlib import Path
 
-from harness.components.process import LocalProcess
-from harness.ports import free_port_on_all
-from harness.wait import wait_until
+from base.components.process import LocalProcess
+from base.ports import free_port_on_all
+from base.wait import wait_until
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 

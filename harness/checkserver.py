@@ -2,7 +2,7 @@
 histories to, so a check from a cold process pays neither the JVM's start nor its cold JIT; started
 with ``--batch``, ``harness analyze`` hands it its jobs too.
 
-``harness check-server start`` runs ``python -m checkers.server`` detached. It starts a local session
+``harness check-server start`` runs ``python -m harness.checkserver`` detached. It starts a local session
 tuned for run-sized input (``checkers.spark.QUICK_JVM``), checks a small built-in history once so
 the JVM has compiled the checkers' code paths, then records ``STATE`` (pid, 127.0.0.1 port, a random
 key, master, batch) and answers requests until ``stop`` or ``--idle-timeout`` seconds without one (so a
@@ -37,9 +37,9 @@ from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any
 
-from harness.errors import EnvironmentFailed, UsageError
-from harness.localstate import STATE_DIR, owner_alive, process_start_time
-from harness.remote import kill_local_pid
+from base.errors import EnvironmentFailed, UsageError
+from base.localstate import STATE_DIR, owner_alive, process_start_time
+from base.remote import kill_local_pid
 
 STATE = STATE_DIR / "check-server" / "server.json"  # beside the run states `harness teardown` reads
 DEFAULT_IDLE_TIMEOUT_S = 3600.0
@@ -137,7 +137,7 @@ def _start(master: str | None, idle_timeout: float, wait: float, path: Path, bat
     import subprocess
 
     log = path.with_name("server.log")
-    cmd = [sys.executable, "-m", "checkers.server", "--state", str(path), "--idle-timeout", str(idle_timeout)]
+    cmd = [sys.executable, "-m", "harness.checkserver", "--state", str(path), "--idle-timeout", str(idle_timeout)]
     if master:
         cmd += ["--spark-master", master]
     if batch:
@@ -316,7 +316,7 @@ def _tail(log: Path, n: int = 3) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m checkers.server")
+    p = argparse.ArgumentParser(prog="python -m harness.checkserver")
     p.add_argument("--state", type=Path, default=STATE)
     p.add_argument("--spark-master")
     p.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S)

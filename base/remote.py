@@ -23,9 +23,9 @@ from typing import Protocol, TypeVar
 
 import paramiko
 
-from harness.components import ProcState, parse_stat
-from harness.errors import EnvironmentFailed, UsageError
-from harness.hostkeys import UnknownHostKey
+from base.components import ProcState, parse_stat
+from base.errors import EnvironmentFailed, UsageError
+from base.hostkeys import UnknownHostKey
 
 T = TypeVar("T")
 N = TypeVar("N")
@@ -199,7 +199,7 @@ class SSHRemote:
         host_keys: Callable[[paramiko.SSHClient], None] | None = None,
     ) -> None:
         """``host_keys`` loads the keys to trust and sets the policy for unknown ones
-        (``harness.hostkeys``); without it every host key is refused."""
+        (``base.hostkeys``); without it every host key is refused."""
         self.name = name
         self.host = host
         self.port = port

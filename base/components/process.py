@@ -17,8 +17,8 @@ import signal
 import subprocess
 from pathlib import Path
 
-from harness.components import ProcState, Unsupported, parse_stat
-from harness.remote import KILL_WAIT_S, ProcessControl, Remote, RemoteError, stop_child
+from base.components import ProcState, Unsupported, parse_stat
+from base.remote import KILL_WAIT_S, ProcessControl, Remote, RemoteError, stop_child
 
 
 class RemoteProcess:
