@@ -288,10 +288,11 @@ class ZkProxy:
                 c.discard_held["c2s"] = True
             c.queues["c2s"].put_nowait(Item(0.0, kind="eof"))
         except Exception as e:  # noqa: BLE001 - a bug parsing one frame closes its connection, no more
-            self._protocol_error(c, "c2s", f"{type(e).__name__}: {e}")
+            self._protocol_error(c, "c2s", f"internal error: {type(e).__name__}: {e}")
 
     def _protocol_error(self, c: Conn, d: str, error: str) -> None:
-        """Bytes the proxy will not forward: log them, close both sides (the conn_close follows)."""
+        """Bytes the proxy will not forward: log them, close both sides (the conn_close follows). An
+        ``error`` starting "internal error:" is a bug in the proxy or codec, not in the bytes."""
         self.emit("protocol_error", conn=c.ordinal, upstream=c.upstream, dir=d, error=error[:500])
         self._abort(c, "proxy", "protocol_error")
 
@@ -330,7 +331,7 @@ class ZkProxy:
             self._note_closed(c, "server", "eof")
             c.queues["s2c"].put_nowait(Item(0.0, kind="eof"))
         except Exception as e:  # noqa: BLE001 - as in _c2s_reader
-            self._protocol_error(c, "s2c", f"{type(e).__name__}: {e}")
+            self._protocol_error(c, "s2c", f"internal error: {type(e).__name__}: {e}")
 
     async def _raw_pipe(self, c: Conn, d: str, first: bytes) -> None:
         """Four-letter-word connections: bytes through, unparsed and unfaulted."""

@@ -126,7 +126,7 @@ def test_an_inspector_bug_closes_the_connection_not_the_proxy(tmp_path: Path, mo
         await until(lambda: not proxy.conns, "the connection to leave the open list")
         await still_serves(port)
 
-    check_closed(run(tmp_path, scenario), "c2s", "RecursionError")
+    check_closed(run(tmp_path, scenario), "c2s", "internal error: RecursionError")
 
 
 @pytest.mark.parametrize("garbage", [
