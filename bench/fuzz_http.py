@@ -176,8 +176,8 @@ def judge(addr: tuple[str, int], data: bytes, expect: str) -> Callable[[], str]:
         resp = _exchange(addr, data)
         if resp is None:
             raise TimeoutError("no answer in time")
-        if not resp:  # only a blank request line may go unanswered
-            if data.split(b"\n", 1)[0].strip():
+        if not resp:  # only an empty request line may go unanswered
+            if data.split(b"\n", 1)[0].rstrip(b"\r"):
                 raise ValueError("connection closed without an answer")
             return "refused"
         status, out = _answer(resp, data.startswith(b"HEAD "))

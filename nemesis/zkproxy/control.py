@@ -280,7 +280,10 @@ class ControlServer:
                 return None
 
             def parse_request(self) -> bool:
+                self.refused = False
                 if not super().parse_request():
+                    if not self.refused and self.requestline:  # only whitespace (NEL, FF...): dropped unanswered
+                        self.send_error(400, "empty request line")
                     return False
                 if self.request_version == "HTTP/0.9":
                     self.request_version = "HTTP/1.0"  # so the refusal has a status line
@@ -289,6 +292,7 @@ class ControlServer:
                 return True
 
             def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+                self.refused = True
                 status = 405 if code == 501 else 400 if code >= 500 else code
                 if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
                     self.request_version = "HTTP/1.0"  # the stdlib's default: it would omit status and headers

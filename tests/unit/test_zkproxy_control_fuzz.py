@@ -162,6 +162,7 @@ def raw_request(ctl: ControlServer, data: bytes) -> tuple[int, dict[str, Any]]:
 
 @pytest.mark.parametrize(("data", "status"), [
     (b"GARBAGE\r\n\r\n", 400),
+    (b"\x85\x0c\r\n\r\n", 400),  # whitespace to str.split(): the stdlib would not answer
     (b"GET\r\n\r\n", 400),
     (b"GET /health\r\n\r\n", 400),  # HTTP/0.9
     (b"GET /health HTTP/2.0\r\n\r\n", 400),  # the stdlib's 505
