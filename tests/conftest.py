@@ -6,6 +6,12 @@ from __future__ import annotations
 import signal
 
 import pytest
+from hypothesis import settings
+
+# No test asserts timings: hypothesis's per-example deadline (200 ms) is one, and it fails on a
+# machine shared by other jobs. Property tests bound their work with max_examples instead.
+settings.register_profile("zkfence", deadline=None)
+settings.load_profile("zkfence")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -39,7 +39,7 @@ from zkwire.constants import (
     op_name,
 )
 from zkwire.framing import FrameDecoder, FrameError, frame, frame_length, read_frame, recv_frame
-from zkwire.jute import JuteError, Reader, Record, Writer
+from zkwire.jute import JuteError, ProtocolError, Reader, Record, Writer
 from zkwire.messages import (
     ParsedReply,
     ParsedRequest,
@@ -115,7 +115,7 @@ __all__ = [
     # framing
     "FrameDecoder", "FrameError", "frame", "frame_length", "read_frame", "recv_frame",
     # jute
-    "JuteError", "Reader", "Record", "Writer",
+    "JuteError", "ProtocolError", "Reader", "Record", "Writer",
     # messages
     "ParsedReply", "ParsedRequest", "SubOp", "encode_connect_request", "encode_connect_response",
     "encode_notification", "encode_reply", "encode_request", "parse_reply", "parse_request", "record_path",

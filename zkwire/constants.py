@@ -113,7 +113,7 @@ def op_code(name_or_code: str | int) -> int:
     if isinstance(name_or_code, int):
         return name_or_code
     s = name_or_code.strip()
-    if s.lstrip("-").isdigit():
+    if s.lstrip("-").isascii() and s.lstrip("-").isdigit():  # not "²": isdigit() but not int()
         return int(s)
     return OP_CODES[s]
 

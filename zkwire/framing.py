@@ -15,12 +15,12 @@ import struct
 from typing import Any
 
 from zkwire.constants import JUTE_MAXBUFFER
-from zkwire.jute import JuteError
+from zkwire.jute import ProtocolError
 
 _LEN = struct.Struct(">i")
 
 
-class FrameError(JuteError):
+class FrameError(ProtocolError):
     """A length prefix outside [0, max_len] (a protocol error outside RAW mode), or a body its
     decoder rejects."""
 

@@ -5,6 +5,11 @@ null, then bytes), ``vector`` (int count, -1 = null, then items), as ``BinaryInp
 ``BinaryOutputArchive`` read and write them (apache/zookeeper ``zookeeper-jute/src/main/java/org/
 apache/jute/``). Pure and strict: a short or over-long body raises :class:`JuteError`, so a proxy that
 parses a *copy* of each frame learns about protocol surprises instead of silently misreading them.
+
+Total: decoding any bytes returns a record or raises :class:`JuteError` (nothing else: no
+``struct.error``, ``UnicodeDecodeError``, ``RecursionError``). Every length is checked against the
+bytes that are left before anything is allocated, and nothing recurses on the input: the one
+nested shape, a multi, is flat in ZooKeeper, and a multi inside a multi is a :class:`ProtocolError`.
 """
 
 from __future__ import annotations
@@ -17,7 +22,14 @@ T = TypeVar("T")
 
 
 class JuteError(ValueError):
-    """Malformed or truncated Jute data."""
+    """Malformed or truncated Jute data: the one exception a decode of arbitrary bytes raises."""
+
+
+class ProtocolError(JuteError):
+    """Bytes no ZooKeeper peer sends and ZooKeeper itself refuses by closing the connection: a frame
+    length outside its limit, a multi inside a multi (``MultiOperationRecord``/``MultiResponse``
+    throw "Invalid type of op"). The message parsers raise it rather than report it in ``.error``,
+    so a proxy closes the connection (a ``protocol_error``) instead of forwarding the frame."""
 
 
 _I = struct.Struct(">i")

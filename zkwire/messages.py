@@ -3,7 +3,9 @@
 After the handshake a request frame is ``RequestHeader`` + body and a reply frame is ``ReplyHeader``
 + body (``ClientCnxn.java`` and ``FinalRequestProcessor.java`` in apache/zookeeper). The parsers never
 raise for an unknown opcode or a malformed body: they report it in ``.error``, so the original bytes
-can still be forwarded.
+can still be forwarded (ZooKeeper, not the proxy, judges a shape the codec does not know). They
+raise :class:`JuteError` for a header too short to read, and :class:`ProtocolError` for a frame
+ZooKeeper itself would close the connection on (a nested multi): nothing else, whatever the bytes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from zkwire.constants import XID_AUTH, XID_NOTIFICATION, XID_PING, OpCode, is_ephemeral_flags, op_name
 from zkwire.framing import frame
-from zkwire.jute import JuteError, Reader, Record, Writer
+from zkwire.jute import JuteError, ProtocolError, Reader, Record, Writer
 from zkwire.records import ConnectRequest, ConnectResponse, ReplyHeader, RequestHeader
 from zkwire.reply_bodies import REPLY_TYPES, WatcherEvent
 from zkwire.request_bodies import REQUEST_TYPES, CreateRequest, MultiRequest, SetWatches
@@ -110,17 +112,21 @@ class ParsedRequest:
 
 
 def _read_body(r: Reader, reader: Callable[[Reader], Record], what: str) -> tuple[Record | None, str | None]:
-    """(record, None), or (None, the problem) for a body that is short, long or malformed."""
+    """(record, None), or (None, the problem) for a body that is short, long or malformed; a
+    :class:`ProtocolError` is raised, not reported."""
     try:
         rec = reader(r)
         r.expect_end(what)
+    except ProtocolError:
+        raise
     except JuteError as e:
         return None, str(e)
     return rec, None
 
 
 def parse_request(body: bytes) -> ParsedRequest:
-    """Parse a request frame body (after the handshake). Raises JuteError only for a short header."""
+    """Parse a request frame body (after the handshake). Raises JuteError only for a short header,
+    ProtocolError for a nested multi."""
     r = Reader(body)
     h = RequestHeader.read(r)
     reader = REQUEST_TYPES.get(h.type)
@@ -148,7 +154,8 @@ def parse_reply(body: bytes, op: int | None) -> ParsedReply:
     """Parse a reply frame body. ``op`` is the opcode of the matched request (None if unknown).
 
     Notifications (xid -1) are parsed as :class:`WatcherEvent` whatever ``op`` is. A reply with
-    ``err != 0`` has no body. Raises JuteError only for a short header.
+    ``err != 0`` has no body. Raises JuteError only for a short header, ProtocolError for a nested
+    multi.
     """
     r = Reader(body)
     h = ReplyHeader.read(r)

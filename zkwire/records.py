@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from zkwire.constants import PASSWD_LEN, Perms, op_name
-from zkwire.jute import JuteError, Reader, Record, Writer, read_str
+from zkwire.constants import PASSWD_LEN, OpCode, Perms, op_name
+from zkwire.jute import JuteError, ProtocolError, Reader, Record, Writer, read_str
 
 
 @dataclass(slots=True)
@@ -185,13 +185,24 @@ def write_multi(w: Writer, items: list[tuple[int, Record]], err: Callable[[Recor
     MULTI_TERMINATOR.write(w)
 
 
+MULTI_TYPES = frozenset((OpCode.MULTI, OpCode.MULTI_READ))
+
+
 def read_multi(r: Reader, readers: Mapping[int, Callable[[Reader], Record]], what: str) -> list[tuple[int, Record]]:
-    """A multi body up to its done header; ``readers`` maps each item's type to its record."""
+    """A multi body up to its done header; ``readers`` maps each item's type to its record.
+
+    A loop, never a recursion: ZooKeeper's multi is flat, so an item that is itself a multi is a
+    :class:`ProtocolError` (a frame of headers nested in headers would otherwise recurse once per
+    9 bytes and blow the stack). Every item header takes 9 bytes, so the item count is bounded by
+    the frame.
+    """
     items: list[tuple[int, Record]] = []
     while True:
         h = MultiHeader.read(r)
         if h.done:
             return items
+        if h.type in MULTI_TYPES:
+            raise ProtocolError(f"{what} {len(items)} is a nested {op_name(h.type)}: ZooKeeper's multi is flat")
         reader = readers.get(h.type)
         if reader is None:
             raise JuteError(f"{what} type {h.type} ({op_name(h.type)}) is not readable")

@@ -16,7 +16,7 @@ from typing import Any
 from nemesis.zkproxy.conn import AWAIT_CONNECT_RESPONSE, CLOSING, ESTABLISHED, HANDSHAKE, Conn, Pending
 from nemesis.zkproxy.rules import FrameInfo
 from zkwire.constants import XID_AUTH, XID_NOTIFICATION, XID_PING, XID_SET_WATCHES, OpCode, op_name
-from zkwire.jute import JuteError
+from zkwire.jute import JuteError, ProtocolError
 from zkwire.messages import parse_reply, parse_request, reply_kind, request_kind
 from zkwire.records import ConnectRequest, ConnectResponse
 from zkwire.reply_bodies import Create2Response, MultiResponse, PathResponse, WatcherEvent
@@ -45,7 +45,9 @@ class FrameInspector:
     def inspect(self, c: Conn, d: str, body: bytes, first: bool, info: FrameInfo,
                 ev: dict[str, Any]) -> tuple[BeforeWrite | None, AfterEmit | None]:
         """Parse one frame body (``d`` = c2s | s2c; ``first`` = the handshake frame), filling
-        ``info`` and ``ev``. A malformed body is reported as ``ev["parse_error"]``."""
+        ``info`` and ``ev``. A malformed body is reported as ``ev["parse_error"]`` (the frame is still
+        forwarded); a :class:`ProtocolError` (a nested multi) propagates: the proxy closes the
+        connection on it, as ZooKeeper would."""
         before_write: BeforeWrite | None = None
         after_emit: AfterEmit | None = None
         try:
@@ -60,6 +62,8 @@ class FrameInspector:
                     after_emit = self._req_seq_setter(pend)
             else:
                 after_emit = self._parse_reply(c, body, info, ev)
+        except ProtocolError:
+            raise
         except JuteError as e:
             ev["parse_error"] = str(e)
             if d == "s2c" and not first and body[:4] == b"\xff\xff\xff\xff":  # a short notification

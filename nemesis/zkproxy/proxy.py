@@ -10,6 +10,11 @@ Connection states are in ``nemesis.zkproxy.conn``. Black-hole overlays per direc
 after a ``drop_then_blackhole`` are discarded (and logged), and a close from the far side is not
 passed through a black-holed direction (a partition hides FINs too); the other side learns only by
 timing out.
+
+Total: whatever bytes arrive, a connection ends up forwarded frame by frame or closed on both sides
+with a ``protocol_error`` event (a bad length, a frame ZooKeeper itself refuses, or any exception
+while inspecting a frame: a codec bug must cost one connection, never wedge it), and a task of a
+connection that dies of anything closes that connection too. Other connections are untouched.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from nemesis.zkproxy.conn import CLOSED, CLOSING, HANDSHAKE, NEW, RAW, Conn, Ite
 from nemesis.zkproxy.inspector import FrameInspector
 from nemesis.zkproxy.rules import Decision, FrameInfo, Rule, RuleSet
 from zkwire.constants import PROXY_MAX_FRAME, is_four_letter_word
-from zkwire.framing import FrameError, read_frame
+from zkwire.framing import read_frame
+from zkwire.jute import ProtocolError
 
 HELD_ON_CLOSE = ("deliver", "discard")
 
@@ -203,6 +209,8 @@ class ZkProxy:
             loop.create_task(self._writer(c, "c2s")),
             loop.create_task(self._writer(c, "s2c")),
         ]
+        for t in c.tasks:
+            t.add_done_callback(lambda t, c=c: self._task_done(c, t))
         try:
             await asyncio.gather(*c.tasks, return_exceptions=True)
         except asyncio.CancelledError:
@@ -271,15 +279,29 @@ class ZkProxy:
                 peeked = None
                 self._on_frame(c, "c2s", prefix + body, body, first)
                 first = False
-        except FrameError as e:
-            self.emit("protocol_error", conn=c.ordinal, upstream=c.upstream, dir="c2s", error=str(e))
-            self._abort(c, "proxy", "protocol_error")
+        except ProtocolError as e:
+            self._protocol_error(c, "c2s", str(e))
         except (asyncio.IncompleteReadError, ConnectionError, OSError) as e:
             self._note_closed(c, "client", "eof")
             self._client_closed(c, "reset" if isinstance(e, ConnectionResetError) else "eof")
             if self.held_on_close == "discard":
                 c.discard_held["c2s"] = True
             c.queues["c2s"].put_nowait(Item(0.0, kind="eof"))
+        except Exception as e:  # noqa: BLE001 - a bug parsing one frame closes its connection, no more
+            self._protocol_error(c, "c2s", f"internal error: {type(e).__name__}: {e}")
+
+    def _protocol_error(self, c: Conn, d: str, error: str) -> None:
+        """Bytes the proxy will not forward: log them, close both sides (the conn_close follows). An
+        ``error`` starting "internal error:" is a bug in the proxy or codec, not in the bytes."""
+        self.emit("protocol_error", conn=c.ordinal, upstream=c.upstream, dir=d, error=error[:500])
+        self._abort(c, "proxy", "protocol_error")
+
+    def _task_done(self, c: Conn, t: asyncio.Task[Any]) -> None:
+        """A reader or writer that died of an exception: close its connection rather than leave the
+        others waiting on it forever."""
+        if not t.cancelled() and t.exception() is not None and c.state != CLOSED:
+            e = t.exception()
+            self._abort(c, "proxy", f"internal_error: {type(e).__name__}: {e}"[:200])
 
     def _client_closed(self, c: Conn, reason: str) -> None:
         """The client closed its side: from now on nothing the server says reaches it."""
@@ -303,12 +325,13 @@ class ZkProxy:
                 _, body = await read_frame(c.up_r, self.max_frame, prefix=prefix)
                 self._on_frame(c, "s2c", prefix + body, body, first)
                 first = False
-        except FrameError as e:
-            self.emit("protocol_error", conn=c.ordinal, upstream=c.upstream, dir="s2c", error=str(e))
-            self._abort(c, "proxy", "protocol_error")
+        except ProtocolError as e:
+            self._protocol_error(c, "s2c", str(e))
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             self._note_closed(c, "server", "eof")
             c.queues["s2c"].put_nowait(Item(0.0, kind="eof"))
+        except Exception as e:  # noqa: BLE001 - as in _c2s_reader
+            self._protocol_error(c, "s2c", f"internal error: {type(e).__name__}: {e}")
 
     async def _raw_pipe(self, c: Conn, d: str, first: bytes) -> None:
         """Four-letter-word connections: bytes through, unparsed and unfaulted."""

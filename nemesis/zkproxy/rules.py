@@ -56,7 +56,11 @@ RULE_KEYS = ("id", "match", "action", "budget", "unsafe", "comment")
 
 
 class RuleError(UsageError):
-    """A rule that does not validate; the message is one line: source, rule index, key."""
+    """A rule that does not validate; the message is one line: source, rule index, key (a line
+    break inside a quoted key or value is written as ``\\n``)."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg.replace("\r", "\\r").replace("\n", "\\n"))
 
 
 @dataclass(slots=True)
@@ -183,10 +187,14 @@ def _int(ctx: _Ctx, key: str, v: Any, *, minimum: int | None = None) -> int:
 def _num(ctx: _Ctx, key: str, v: Any, *, minimum: float = 0.0) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ctx.fail(key, f"expected a number, got {v!r}")
-    if not math.isfinite(v):
-        raise ctx.fail(key, f"expected a finite number, got {v!r}")
+    try:
+        finite = math.isfinite(v)
+    except OverflowError:  # an int too large for a float
+        finite = False
+    if not finite:
+        raise ctx.fail(key, f"expected a finite number, got {str(v)[:40]}")
     if v < minimum:
-        raise ctx.fail(key, f"must be >= {minimum}, got {v}")
+        raise ctx.fail(key, f"must be >= {minimum}, got {str(v)[:40]}")
     return float(v)
 
 
@@ -219,7 +227,7 @@ def _parse_match(ctx: _Ctx, spec: Any) -> Match:
                 if isinstance(x, bool) or not isinstance(x, (int, str)):
                     raise KeyError(x)
                 code = op_code(x)
-            except KeyError:
+            except (KeyError, ValueError):
                 raise ctx.fail("match.op", f"unknown opcode {x!r} (a number or a name like multi, create)") from None
             if code not in OP_NAMES:
                 raise ctx.fail("match.op", f"unknown opcode {x!r}")
