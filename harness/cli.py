@@ -46,8 +46,9 @@ def summary(doc: str | None) -> str:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's default exit code 2 means "unknown" here
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+        # one line like every other bad input (the usage is one --help away), whatever was given
+        line = " ".join(message.split())
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {line} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

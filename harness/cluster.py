@@ -48,9 +48,9 @@ from harness.provision import pydeps_dir, zk_classpath
 from harness.remote import Remote, RemoteError, SSHRemote, on_nodes
 from harness.spec import KafkaBrokers
 from harness.wait import wait_until
+from nemesis.targets import CLIENT_NODE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CLIENT_NODE = "client"  # the dialling side of the workload clients' links (not an inventory node)
 
 
 def state_path(run_id: str) -> Path:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from checkers.zxid import DEFAULT_SKEW
 from harness import hostkeys
+from harness.bounds import MAX_CONNECT_S, MAX_MS, finite_float
 from harness.cli import summary
 from harness.cluster import free_ports_on
 from harness.doctor import Check, judge, parse_probe, probe_command
@@ -31,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check that every node of an inventory is ready to run",
                        description=summary(__doc__))
     p.add_argument("--inventory", metavar="FILE", help="inventory TOML (default: inventory/local.toml)")
-    p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="SSH connect timeout per node (default 5)")
-    p.add_argument("--skew-ms", type=float, default=DEFAULT_SKEW * 1000, metavar="MS",
+    p.add_argument("--timeout", type=finite_float(0, MAX_CONNECT_S, lo_open=True), default=5.0, metavar="S", help="SSH connect timeout per node (default 5)")
+    p.add_argument("--skew-ms", type=finite_float(0, MAX_MS, unit="ms"), default=DEFAULT_SKEW * 1000, metavar="MS",
                    help=f"clock skew the zxid sweep allows (default {DEFAULT_SKEW * 1000:g})")
     p.set_defaults(func=run)
 
