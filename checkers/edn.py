@@ -234,6 +234,9 @@ def read_all_with_lines(text: str, name: str = "<edn>") -> list[tuple[Any, int]]
         tok = r.next()
         if tok is None:
             return out
+        if tok[0] == "discard":  # a trailing ``#_ x`` discards its form and reads nothing
+            r._form(tok[2])
+            continue
         out.append((r.read(tok), tok[2]))
 
 
@@ -251,6 +254,9 @@ def read_items(text: str, name: str = "<edn>") -> list[tuple[Any, int]]:
     """
     r = _Reader(text, name)
     first = r.next()
+    while first is not None and first[0] == "discard":
+        r._form(first[2])
+        first = r.next()
     if first is None:
         return []
     out: list[tuple[Any, int]] = []
@@ -274,5 +280,8 @@ def read_items(text: str, name: str = "<edn>") -> list[tuple[Any, int]]:
         return out
     out.append((r.read(first), first[2]))
     while (tok := r.next()) is not None:
+        if tok[0] == "discard":
+            r._form(tok[2])
+            continue
         out.append((r.read(tok), tok[2]))
     return out
