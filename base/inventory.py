@@ -1,7 +1,7 @@
 """Inventory: which nodes exist, how to reach them, and what runs where (TOML).
 
-Validation is strict and every error is one line: ``file:line: …`` for bad TOML, ``file: key.path:
-…`` for a bad value. ``inventory/local.toml`` (the default) is the embedded cluster: every node a
+Validation is strict and every error is one line: ``file:line: …`` for bad TOML, ``file:line:
+key.path: …`` for a bad value (the line that sets it, or its table's). ``inventory/local.toml`` (the default) is the embedded cluster: every node a
 loopback address on this machine, reached through the harness's own sshd.
 """
 
@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent.config import ConfigError, Toggles
+from base.bounds import MAX_INT32, MAX_MS, MAX_NODES, number_error, shown
 from base.components.zookeeper import DEBIAN_CLASSPATH, ZkSettings
 from base.errors import UsageError
-from base.tomlfile import read_toml
+from base.tomlfile import key_line, read_toml
 
 ZK_SOURCES = ("preinstalled", "debian", "maven")
+MAX_HEAP_MB = 1 << 20  # a terabyte
 
 ROLES = ("zookeeper", "broker")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +139,7 @@ class _Reader:
         value = self.table[key]
         if typ is int and isinstance(value, bool) or not isinstance(value, typ):
             names = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
-            raise self.err(key, f"expected {names}, got {type(value).__name__} {value!r}")
+            raise self.err(key, f"expected {names}, got {type(value).__name__} {shown(value)}")
         if check is not None:
             problem = check(value)
             if problem:
@@ -153,8 +156,9 @@ class _Reader:
             raise self.err(sorted(extra)[0], "unknown key")
 
 
-def _positive(v: int) -> str | None:
-    return None if v > 0 else "must be > 0"
+def _upto(hi: int, unit: str = "") -> Callable[[int], str | None]:
+    """A check of a positive integer of at most ``hi``: what the harness can wait for or ZooKeeper hold."""
+    return lambda v: number_error(v, 1, hi, integer=True, unit=unit)
 
 
 def _port(v: int) -> str | None:
@@ -171,8 +175,16 @@ def _address(v: str) -> str | None:
 
 def load_inventory(path: str | Path | None = None) -> Inventory:
     p = Path(path) if path else DEFAULT_INVENTORY
-    data, _ = read_toml(p, "inventory", InventoryError)
-    return parse_inventory(data, p)
+    data, text = read_toml(p, "inventory", InventoryError)
+    try:
+        return parse_inventory(data, p)
+    except InventoryError as e:  # "file: key: why" → "file:line: key: why", the line that sets the key
+        msg = str(e)
+        key = msg.removeprefix(f"{p}: ").split(":", 1)[0]
+        line = key_line(text, key) if msg.startswith(f"{p}: ") else None
+        if line is None:
+            raise
+        raise InventoryError(f"{p}:{line}: {msg.removeprefix(f'{p}: ')}") from None
 
 
 def parse_inventory(data: dict[str, Any], p: Path) -> Inventory:
@@ -199,13 +211,13 @@ def parse_inventory(data: dict[str, Any], p: Path) -> Inventory:
 
     z = top.sub("zookeeper")
     zk = ZkSettings(
-        tick_time_ms=z.get("tick_time_ms", int, 200, _positive),
-        init_limit=z.get("init_limit", int, 25, _positive),
-        sync_limit=z.get("sync_limit", int, 10, _positive),
-        min_session_timeout_ms=z.get("min_session_timeout_ms", int, 1000, _positive),
-        max_session_timeout_ms=z.get("max_session_timeout_ms", int, 10000, _positive),
+        tick_time_ms=z.get("tick_time_ms", int, 200, _upto(MAX_MS, "ms")),
+        init_limit=z.get("init_limit", int, 25, _upto(MAX_INT32, "ticks")),
+        sync_limit=z.get("sync_limit", int, 10, _upto(MAX_INT32, "ticks")),
+        min_session_timeout_ms=z.get("min_session_timeout_ms", int, 1000, _upto(MAX_INT32, "ms")),
+        max_session_timeout_ms=z.get("max_session_timeout_ms", int, 10000, _upto(MAX_INT32, "ms")),
         java=z.get("java", str, "java"),
-        heap_mb=z.get("heap_mb", int, 256, _positive),
+        heap_mb=z.get("heap_mb", int, 256, _upto(MAX_HEAP_MB, "MB")),
         classpath=z.get("classpath", str, DEBIAN_CLASSPATH),
         source=z.get("source", str, None, lambda v: None if v in ZK_SOURCES else
                      f"must be one of {', '.join(ZK_SOURCES)}"),
@@ -229,7 +241,7 @@ def parse_inventory(data: dict[str, Any], p: Path) -> Inventory:
     except ConfigError as e:
         raise InventoryError(f"{p}: {e}") from e
     agents = AgentSpec(
-        session_timeout_ms=a.get("session_timeout_ms", int, 3000, _positive),
+        session_timeout_ms=a.get("session_timeout_ms", int, 3000, _upto(MAX_MS, "ms")),
         python=a.get("python", str, "python3"),
         toggles=toggles,
     )
@@ -245,7 +257,8 @@ def parse_inventory(data: dict[str, Any], p: Path) -> Inventory:
                          host=t.get("host", str, "127.0.0.1", _address))
     t.finish()
 
-    raw_nodes = top.get("nodes", list)
+    raw_nodes = top.get("nodes", list, check=lambda v: None if len(v) <= MAX_NODES else
+                        f"{len(v)} nodes, over the limit of {MAX_NODES}")
     nodes: list[NodeSpec] = []
     seen_names: set[str] = set()
     seen_ids: set[int] = set()
@@ -260,7 +273,7 @@ def parse_inventory(data: dict[str, Any], p: Path) -> Inventory:
                        "letters, digits, '-' and '_' only"),
             address=r.get("address", str, check=_address),
             roles=roles,
-            broker_id=r.get("broker_id", int, None, lambda v: None if v >= 0 else "must be >= 0"),
+            broker_id=r.get("broker_id", int, None, lambda v: number_error(v, 0, MAX_INT32, integer=True)),
             ssh_host=r.get("ssh_host", str, None, _address),
             ssh_port=r.get("ssh_port", int, None, _port),
             user=r.get("user", str, None),

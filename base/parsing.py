@@ -9,7 +9,6 @@ without loading every other (``harness campaign`` parses its runs' command lines
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -24,8 +23,9 @@ def summary(doc: str | None) -> str:
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's default exit code 2 means "unknown" here
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+        # one line like every other bad input (the usage is one --help away), whatever was given
+        line = " ".join(message.split())
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {line} (see {self.prog} --help)\n")
 
 
 def command_parser(prog: str, description: str, registers: Iterable[Callable[[Any], None]]) -> Parser:

@@ -58,7 +58,13 @@ _ESC = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "
 _CHARS = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r"}
 
 
+MAX_DEPTH = 200  # collections nested deeper are refused: the reader recurses per level
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+
+
 def _unescape(body: str) -> str:
+    """A string token's body with its escapes read; ValueError (its why) for a bad one. ``\\uXXXX``
+    are UTF-16 code units as in Clojure: a surrogate pair is one character, a lone surrogate refused."""
     if "\\" not in body:
         return body
     out: list[str] = []
@@ -67,9 +73,17 @@ def _unescape(body: str) -> str:
         c = body[i]
         if c == "\\" and i + 1 < len(body):
             n = body[i + 1]
-            if n == "u" and i + 5 < len(body) + 1:
-                out.append(chr(int(body[i + 2 : i + 6], 16)))
-                i += 6
+            if n == "u":
+                hexits = body[i + 2 : i + 6]
+                if not _HEX4.fullmatch(hexits):
+                    raise ValueError(f"bad \\u escape {body[i : i + 6]!r} (four hex digits expected)")
+                code, i = int(hexits, 16), i + 6
+                if 0xD800 <= code < 0xDC00 and body[i : i + 2] == "\\u" and _HEX4.fullmatch(body[i + 2 : i + 6]) \
+                        and 0xDC00 <= (low := int(body[i + 2 : i + 6], 16)) < 0xE000:
+                    code, i = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00), i + 6
+                elif 0xD800 <= code < 0xE000:
+                    raise ValueError(f"lone surrogate \\u{hexits} in a string")
+                out.append(chr(code))
                 continue
             out.append(_ESC.get(n, n))
             i += 2
@@ -89,7 +103,7 @@ def _atom(tok: str) -> Any:
     if tok[0] == ":":
         return Keyword(tok[1:])
     if _INT.match(tok):
-        return int(tok.rstrip("N"))
+        return int(tok.rstrip("N"))  # ValueError past Python's digit limit: the caller names the line
     if _FLOAT.match(tok):
         return float(tok.rstrip("M"))
     return Symbol(tok)
@@ -102,6 +116,7 @@ class _Reader:
         self.line = 1
         self.toks = self._tokens()
         self.peeked: tuple[str, str, int] | None = None
+        self.depth = 0
 
     def _tokens(self) -> Iterator[tuple[str, str, int]]:
         pos = 0
@@ -133,19 +148,29 @@ class _Reader:
             if tok is None:
                 raise EOFError
         kind, text, line = tok
-        if kind == "string":
-            return _unescape(text[1:-1])
-        if kind == "atom":
-            return _atom(text)
+        if kind in ("string", "atom"):
+            try:
+                return _unescape(text[1:-1]) if kind == "string" else _atom(text)
+            except ValueError as e:  # a bad escape, an integer of thousands of digits
+                why = str(e) if kind == "string" else f"unreadable number {text[:20]!r}..."
+                raise EdnError(f"{self.name}:{line}: {why}") from None
         if kind == "char":
             body = text[1:]
             if body in _CHARS:
                 return _CHARS[body]
             if len(body) == 5 and body[0] == "u":
+                if 0xD800 <= int(body[1:], 16) < 0xE000:
+                    raise EdnError(f"{self.name}:{line}: surrogate character {text!r}")
                 return chr(int(body[1:], 16))
             return body
         if kind == "open":
-            return self._coll(text, line)
+            if self.depth >= MAX_DEPTH:
+                raise EdnError(f"{self.name}:{line}: collections nested more than {MAX_DEPTH} deep")
+            self.depth += 1
+            try:
+                return self._coll(text, line)
+            finally:
+                self.depth -= 1
         if kind == "close":
             raise EdnError(f"{self.name}:{line}: unexpected {text!r}")
         if kind == "discard":
@@ -156,10 +181,15 @@ class _Reader:
         raise EdnError(f"{self.name}:{line}: unexpected token {text!r}")  # pragma: no cover
 
     def _form(self, line: int) -> Any:
+        if self.depth >= MAX_DEPTH:  # tags and discards recurse too: #_ #_ #_ ...
+            raise EdnError(f"{self.name}:{line}: tags or #_ nested more than {MAX_DEPTH} deep")
+        self.depth += 1
         try:
             return self.read()
         except EOFError:
             raise EdnError(f"{self.name}:{line}: end of input after a tag or #_") from None
+        finally:
+            self.depth -= 1
 
     def _coll(self, opener: str, line: int) -> Any:
         closer = _CLOSE_FOR[opener]
@@ -204,6 +234,9 @@ def read_all_with_lines(text: str, name: str = "<edn>") -> list[tuple[Any, int]]
         tok = r.next()
         if tok is None:
             return out
+        if tok[0] == "discard":  # a trailing ``#_ x`` discards its form and reads nothing
+            r._form(tok[2])
+            continue
         out.append((r.read(tok), tok[2]))
 
 
@@ -221,6 +254,9 @@ def read_items(text: str, name: str = "<edn>") -> list[tuple[Any, int]]:
     """
     r = _Reader(text, name)
     first = r.next()
+    while first is not None and first[0] == "discard":
+        r._form(first[2])
+        first = r.next()
     if first is None:
         return []
     out: list[tuple[Any, int]] = []
@@ -244,5 +280,8 @@ def read_items(text: str, name: str = "<edn>") -> list[tuple[Any, int]]:
         return out
     out.append((r.read(first), first[2]))
     while (tok := r.next()) is not None:
+        if tok[0] == "discard":
+            r._form(tok[2])
+            continue
         out.append((r.read(tok), tok[2]))
     return out

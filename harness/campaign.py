@@ -37,6 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from agent.config import ConfigError, parse_toggle_args
+from base.bounds import (
+    MAX_BUDGET_S,
+    MAX_MS,
+    MAX_PLAN_RUNS,
+    MAX_SECONDS,
+    MAX_SEED,
+    MIN_INTERVAL_S,
+    number_error,
+    shown,
+)
 from base.errors import UsageError
 from base.tomlfile import read_toml
 from harness.zkoverrides import as_args, check_overrides
@@ -153,7 +163,7 @@ def parse_campaign(data: dict[str, Any], p: Path, text: str = "") -> Campaign:
         if (isinstance(v, bool) and typ is not bool and bool not in (typ if isinstance(typ, tuple) else (typ,))) \
                 or not isinstance(v, typ):
             names = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
-            raise err(f"{where}{key}", f"expected {names}, got {type(v).__name__} {v!r}")
+            raise err(f"{where}{key}", f"expected {names}, got {type(v).__name__} {shown(v)}")
         return v
 
     for k in data:
@@ -161,35 +171,34 @@ def parse_campaign(data: dict[str, Any], p: Path, text: str = "") -> Campaign:
             raise err(k, f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
     name = get(data, "name", str, p.stem)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
-        raise err("name", f"{name!r}: letters, digits, '.', '_' and '-' only")
-    time_limit = float(get(data, "time_limit", (int, float), 20.0))
-    if time_limit <= 0:
-        raise err("time_limit", "must be > 0 seconds")
-    budget = get(data, "budget", (int, float), None)
-    if budget is not None and budget <= 0:
-        raise err("budget", "must be > 0 seconds")
-    repeats = get(data, "repeats", int, 1)
-    if repeats < 1:
-        raise err("repeats", "must be >= 1")
-    margin_ms = get(data, "margin_ms", int, 3000)
-    if margin_ms < 0:
-        raise err("margin_ms", "must be >= 0")
-    interval = float(get(data, "interval", (int, float), 5.0))
-    if interval <= 0:
-        raise err("interval", "must be > 0 seconds")
+        raise err("name", f"{shown(name)}: letters, digits, '.', '_' and '-' only")
+    def number(key: str, default: Any, lo: float, hi: float, integer: bool = False, lo_open: bool = False,
+               unit: str = "seconds") -> Any:
+        v = data.get(key, default)
+        if v is not None and (why := number_error(v, lo, hi, integer=integer, lo_open=lo_open, unit=unit)):
+            raise err(key, why)
+        return v
+
+    time_limit = float(number("time_limit", 20.0, 0, MAX_SECONDS, lo_open=True))
+    budget = number("budget", None, 0, MAX_BUDGET_S, lo_open=True)
+    repeats = number("repeats", 1, 1, MAX_PLAN_RUNS, integer=True, unit="")
+    margin_ms = number("margin_ms", 3000, 0, MAX_MS, integer=True, unit="ms")
+    interval = float(number("interval", 5.0, MIN_INTERVAL_S, MAX_SECONDS))
     zkproxy = get(data, "zkproxy", bool, False)
     inventory = get(data, "inventory", str, None)
     if inventory is not None:
         inv = Path(inventory)
-        inventory = str(inv if inv.is_absolute() or inv.exists() else p.parent / inv)
+        inventory = str(inv if inv.is_absolute() or _exists(inv) else p.parent / inv)
     raw_seeds = get(data, "seeds", (int, list), [1])
     if isinstance(raw_seeds, int):
-        if raw_seeds < 1:
-            raise err("seeds", "a count must be >= 1")
+        if (why := number_error(raw_seeds, 1, MAX_PLAN_RUNS, integer=True, unit="seeds")) is not None:
+            raise err("seeds", f"a count: {why}")
         seeds = tuple(range(1, raw_seeds + 1))
     else:
-        if not raw_seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in raw_seeds):
-            raise err("seeds", "expected a count or a non-empty list of integers >= 0")
+        if not raw_seeds or len(raw_seeds) > MAX_PLAN_RUNS or any(
+                number_error(s, 0, MAX_SEED, integer=True) for s in raw_seeds):
+            raise err("seeds", f"expected a count or a non-empty list of at most {MAX_PLAN_RUNS} integers in "
+                               f"[0, {MAX_SEED}]")
         seeds = tuple(raw_seeds)
 
     matrix = get(data, "matrix", dict, {})
@@ -206,6 +215,11 @@ def parse_campaign(data: dict[str, Any], p: Path, text: str = "") -> Campaign:
     for key, values in (("matrix.faults", faults), ("matrix.toggles", toggles), ("matrix.workloads", workloads)):
         if not values:
             raise err(key, "must not be empty")
+    runs = repeats * len(seeds) * len(toggles) * len(workloads) * len(faults)
+    if runs > MAX_PLAN_RUNS:  # counted, never built: planning stays quick whatever the file says
+        raise err("seeds" if "seeds" in data else "matrix", f"the plan is {runs} runs ({repeats} repeats x {len(seeds)} "
+                  f"seeds x {len(toggles)} toggle sets x {len(workloads)} workloads x {len(faults)} fault sets), "
+                  f"over the limit of {MAX_PLAN_RUNS}")
     return Campaign(str(p), name, time_limit, seeds, faults, toggles, workloads, repeats, budget, inventory,
                     margin_ms, interval, zkproxy, zookeeper, fault_zookeeper)
 
@@ -223,22 +237,30 @@ def _fault_zookeeper(values: list[Any], text: str, err: Any) -> dict[int, dict[s
     for i, v in enumerate(values):
         if not isinstance(v, dict):
             if isinstance(v, str) and seen.setdefault(v.strip(), {}) != {}:
-                raise err(f"matrix.faults[{i}]", f"{v.strip()!r} is listed twice with different zookeeper settings")
+                raise err(f"matrix.faults[{i}]", f"{shown(v.strip())} is listed twice with different zookeeper settings")
             continue
         key = f"matrix.faults[{i}]"
         line = _line_with(text, f'"{v.get("faults")}"') if isinstance(v.get("faults"), str) else None
         if unknown := sorted(set(v) - {"faults", "zookeeper"}):
-            raise err(key, f"unknown key {unknown[0]!r} in a fault set (known: faults, zookeeper)", line)
+            raise err(key, f"unknown key {shown(unknown[0])} in a fault set (known: faults, zookeeper)", line)
         zk = v.get("zookeeper", {})
         if not isinstance(zk, dict):
-            raise err(f"{key}.zookeeper", f"expected a table of ZooKeeper settings, got {zk!r}", line)
+            raise err(f"{key}.zookeeper", f"expected a table of ZooKeeper settings, got {shown(zk)}", line)
         zk = _zookeeper(zk, f"{key}.zookeeper", err, line)
         name = str(v.get("faults", "")).strip()
         if name in seen and seen[name] != zk:  # runs are told apart by their fault set
-            raise err(key, f"{name!r} is listed twice with different zookeeper settings", line)
+            raise err(key, f"{shown(name)} is listed twice with different zookeeper settings", line)
         seen[name] = zk
         out[i] = zk
     return out
+
+
+def _exists(p: Path, file: bool = False) -> bool:
+    """``p.exists()`` (``is_file()``), False for a path no file can have (too long, a NUL in it)."""
+    try:
+        return p.is_file() if file else p.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _line_with(text: str, needle: str) -> int | None:
@@ -255,13 +277,13 @@ def _faults(values: list[Any], p: Path, err: Any) -> list[str]:
     for i, v in enumerate(values):
         key = f"matrix.faults[{i}]"
         if not isinstance(v, str) or not v.strip():
-            raise err(key, f"expected a string, got {v!r}")
+            raise err(key, f"expected a string, got {shown(v)}")
         v = v.strip()
         if v.startswith("schedule:"):
             f = Path(v.removeprefix("schedule:"))
             f = f if f.is_absolute() else p.parent / f
-            if not f.is_file():
-                raise err(key, f"{v!r}: no such schedule file {f}")
+            if not _exists(f, file=True):
+                raise err(key, f"{shown(v)}: no such schedule file {f}")
             out.append(f"schedule:{f}")
             continue
         if v == "isolate":
@@ -270,7 +292,7 @@ def _faults(values: list[Any], p: Path, err: Any) -> list[str]:
         names = [x.strip() for x in v.split(",") if x.strip()]
         unknown = [x for x in names if x not in PACKAGEABLE]
         if unknown or not names:
-            raise err(key, f"{v!r}: cannot package {', '.join(unknown) or 'nothing'} (a comma list of "
+            raise err(key, f"{shown(v)}: cannot package {', '.join(unknown) or 'nothing'} (a comma list of "
                            f"{', '.join(PACKAGEABLE)}; or 'isolate' alone, harness run's default; "
                            "or 'schedule:FILE')")
         out.append(",".join(names))
@@ -282,7 +304,7 @@ def _toggles(values: list[Any], err: Any) -> list[dict[str, Any]]:
     for i, v in enumerate(values):
         key = f"matrix.toggles[{i}]"
         if not isinstance(v, dict):
-            raise err(key, f"expected a table of NAME = VALUE, got {v!r}")
+            raise err(key, f"expected a table of NAME = VALUE, got {shown(v)}")
         items = [f"{k}={str(x).lower() if isinstance(x, bool) else x}" for k, x in v.items()]
         try:
             parse_toggle_args(items, where=key)
@@ -296,6 +318,6 @@ def _workloads(values: list[Any], err: Any) -> list[str]:
     from workloads import WORKLOADS
 
     for i, v in enumerate(values):
-        if v not in WORKLOADS:
-            raise err(f"matrix.workloads[{i}]", f"no workload {v!r} (known: {', '.join(WORKLOADS)})")
+        if not isinstance(v, str) or v not in WORKLOADS:
+            raise err(f"matrix.workloads[{i}]", f"no workload {shown(v)} (known: {', '.join(WORKLOADS)})")
     return list(values)

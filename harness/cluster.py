@@ -48,9 +48,9 @@ from base.wait import wait_until
 from harness import hostkeys
 from harness.provision import pydeps_dir, zk_classpath
 from harness.spec import KafkaBrokers
+from nemesis.targets import CLIENT_NODE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CLIENT_NODE = "client"  # the dialling side of the workload clients' links (not an inventory node)
 
 
 def state_path(run_id: str) -> Path:

@@ -19,7 +19,7 @@ def writable_dir(path: str | Path, flag: str) -> Path:
     """``path``, proved writable: a file made and removed in it (created, with its parents, for the
     test and removed again if it was missing)."""
     d = Path(path)
-    if d.exists() and not d.is_dir():
+    if _exists(d) and not _exists(d, is_dir=True):
         raise UsageError(f"{flag} {d}: is a file, not a directory")
     why = _unwritable(d)
     if why is not None:
@@ -30,7 +30,7 @@ def writable_dir(path: str | Path, flag: str) -> Path:
 def writable_file(path: str | Path, flag: str) -> Path:
     """``path``'s directory as ``writable_dir``; ``path`` itself must not be a directory."""
     p = Path(path)
-    if p.is_dir():
+    if _exists(p, is_dir=True):
         raise UsageError(f"{flag} {p}: is a directory, not a file")
     why = _unwritable(p.parent)
     if why is not None:
@@ -38,9 +38,21 @@ def writable_file(path: str | Path, flag: str) -> Path:
     return p
 
 
+def _exists(p: Path, is_dir: bool = False) -> bool:
+    """``p.exists()`` (``is_dir()``); False for a path no file can have (a name too long, a NUL):
+    ``_unwritable`` then says why."""
+    try:
+        return p.is_dir() if is_dir else p.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _unwritable(d: Path) -> str | None:
     """Why no file can be made in ``d`` (None: one can), leaving no directory made to find out."""
-    made = [p for p in (d, *d.parents) if not p.exists()]  # deepest first
+    try:
+        made = [p for p in (d, *d.parents) if not p.exists()]  # deepest first
+    except (OSError, ValueError) as e:  # a name too long, a NUL in it
+        return getattr(e, "strerror", None) or str(e)
     try:
         d.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=d):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from base.bounds import MAX_INT32, shown
+
 # name → what zoo.cfg line it sets (for errors and docs)
 ZK_OVERRIDE_KEYS: dict[str, str] = {
     "tick_time_ms": "tickTime",
@@ -26,7 +28,9 @@ def override_error(key: str, value: Any) -> str | None:
     if key not in ZK_OVERRIDE_KEYS:
         return f"unknown ZooKeeper setting (known: {', '.join(ZK_OVERRIDE_KEYS)})"
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        return f"expected a positive integer ({ZK_OVERRIDE_KEYS[key]}), got {value!r}"
+        return f"expected a positive integer ({ZK_OVERRIDE_KEYS[key]}), got {shown(value)}"
+    if value > MAX_INT32:  # zoo.cfg's values are Java ints
+        return f"expected at most {MAX_INT32} ({ZK_OVERRIDE_KEYS[key]}), got {shown(value)}"
     return None
 
 
@@ -48,9 +52,9 @@ def parse_zk_args(items: list[str], where: str = "--zk") -> dict[str, int]:
         key, eq, raw = item.partition("=")
         key = key.strip()
         if not eq or not key:
-            raise ValueError(f"{where} {item!r}: expected KEY=VALUE (keys: {', '.join(ZK_OVERRIDE_KEYS)})")
+            raise ValueError(f"{where} {shown(item)}: expected KEY=VALUE (keys: {', '.join(ZK_OVERRIDE_KEYS)})")
         try:
-            value: Any = int(raw.strip())
+            value: Any = int(raw.strip()) if len(raw.strip()) <= 40 else raw.strip()  # never thousands of digits
         except ValueError:
             value = raw.strip()
         if (why := override_error(key, value)) is not None:

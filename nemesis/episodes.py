@@ -42,11 +42,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nemesis.base import FaultOp
+from nemesis.registry import CONTROL_KINDS
 from nemesis.zkproxy_faults import lost_connect_rule
 
 # The queue workload's topic (workloads/queue.py): the partitions the held control requests name.
 QUEUE_TOPIC, QUEUE_PARTITIONS = "queue", 3
-CONTROL_KINDS = ("StopReplica", "LeaderAndIsr", "UpdateMetadata")
 
 ORPHAN_RULE = lost_connect_rule("lost-connect", "lose the next createSession reply on a pipelined connection, "
                                  "then black-hole it")

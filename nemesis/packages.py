@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from base.bounds import MAX_SCHEDULE_STEPS, MAX_SECONDS
 from nemesis.base import FaultOp
 from nemesis.episodes import EPISODES, Cluster, duration
 from nemesis.registry import FAULTS, package_defaults, package_targets
@@ -33,6 +34,12 @@ DEFAULT_FAULTS = package_defaults()
 PACKAGEABLE: tuple[str, ...] = (*package_targets(), *EPISODES)
 
 
+def expected_steps(faults: Sequence[str], interval: float, time_limit: float) -> float:
+    """About how many steps ``package_schedule`` draws: each fault's waits are uniform in
+    [0, 2 × interval), so one step per interval per fault."""
+    return len(faults) * time_limit / interval
+
+
 def package_schedule(faults: Sequence[str] = DEFAULT_FAULTS, interval: float = 5.0, time_limit: float = 30.0,
                      seed: int = 0, targets: dict[str, Sequence[str]] | None = None,
                      warmup: float = 1.0, cluster: Cluster | None = None) -> Schedule:
@@ -41,8 +48,11 @@ def package_schedule(faults: Sequence[str] = DEFAULT_FAULTS, interval: float = 5
     unknown = [f for f in faults if f not in FAULTS and f not in EPISODES]
     if unknown:
         raise ValueError(f"unknown faults {unknown} (known: {', '.join((*FAULTS, *EPISODES))})")
-    if interval <= 0 or time_limit <= 0:
-        raise ValueError("interval and time_limit must be > 0")
+    if not (0 < interval <= MAX_SECONDS and 0 < time_limit <= MAX_SECONDS):  # also refuses nan
+        raise ValueError(f"interval and time_limit must be in (0, {MAX_SECONDS:g}] seconds")
+    if (n := expected_steps(faults, interval, time_limit)) > MAX_SCHEDULE_STEPS:
+        raise ValueError(f"{len(faults)} fault(s) every {interval:g}s for {time_limit:g}s is about {n:.0f} steps, "
+                         f"over the limit of {MAX_SCHEDULE_STEPS}: a longer interval or a shorter time limit")
     rng = random.Random(seed)
     steps: list[Step] = []
     for f in faults:

@@ -39,6 +39,7 @@ class FaultSpec:
 
 
 NUM = (int, float)
+CONTROL_KINDS = ("StopReplica", "LeaderAndIsr", "UpdateMetadata")  # what a controller's delay_request may build
 _LINK_KIND = {"kind": ("agent-zk", "agent-agent")}
 _GRUDGE = {"grudge": ("isolate", "halves", "bridge", "majorities-ring"), "direction": ("both", "one-way")}
 
@@ -84,6 +85,7 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
     FaultSpec("hold_alter_partition", "agent", role="broker",
               help="the target partition leader holds its AlterPartition requests; stop releases them"),
     FaultSpec("delay_request", "agent", role="broker", params={"kind": str, "to": str, "topic": str, "partition": int},
+              choices={"kind": CONTROL_KINDS},
               help="the target controller builds a control request for broker `to` and holds it; stop delivers it"),
     FaultSpec("zk_rules", "zkproxy", params={"rules": list},
               help="install ZooKeeper wire-proxy rules (docs/zkproxy.md) for connections to the target "

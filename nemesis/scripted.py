@@ -20,30 +20,53 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
+from base.bounds import MAX_INT32, MAX_SCHEDULE_STEPS, MAX_SECONDS, MAX_SEED, number_error, shown
 from base.errors import UsageError
+from base.tomlfile import toml_failure
 from nemesis.base import FaultOp
 from nemesis.registry import COMMON_PARAMS, FAULTS, grudge_faults
 from nemesis.schedule import Schedule, Step
-from nemesis.targets import WHOLE_GRUDGES, spec_error
+from nemesis.targets import WHOLE_GRUDGES, is_node_name, link_error, spec_error
+from nemesis.zkproxy.rules import RuleError, parse_rules
 
 STEP_KEYS = ("at", "fault", "phase", "targets", "duration", "seed", "params")
 TOP_KEYS = ("name", "step")
+MAX_PARAM = MAX_INT32  # a numeric fault parameter (ms, KB/s, a partition): what the agents and Toxiproxy hold
+TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")  # a Kafka topic name
 
 
 class ScheduleError(UsageError):
     pass
 
 
-def _toml_error(path: Path, e: tomllib.TOMLDecodeError) -> ScheduleError:
+@dataclass(frozen=True)
+class Topology:
+    """What a schedule may name on one inventory: its nodes and the links a cluster of them has
+    (``nemesis.targets.link_names``). Given to ``parse_schedule``, every node and link a step names
+    is judged against it, before a cluster starts."""
+
+    brokers: tuple[str, ...]
+    zookeepers: tuple[str, ...]
+
+    @classmethod
+    def of(cls, inv: Any) -> Topology:
+        return cls(tuple(n.name for n in inv.brokers), tuple(n.name for n in inv.zookeepers))
+
+
+def _toml_error(path: Path, text: str, e: Exception) -> ScheduleError:
+    if not isinstance(e, tomllib.TOMLDecodeError):  # nested too deep, an integer past Python's digit limit
+        line, why = toml_failure(text, e)
+        return ScheduleError(f"{path}:{line}: invalid TOML: {why}")
     msg = str(e)
     m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
     if m:
         return ScheduleError(f"{path}:{m.group(1)}:{m.group(2)}: invalid TOML: {msg[:m.start()].strip()}")
     m = re.search(r"\(at end of document\)", msg)
-    n = len(path.read_text().splitlines()) if path.exists() else 0
+    n = len(text.splitlines())
     return ScheduleError(f"{path}:{n if m else 1}: invalid TOML: {re.sub(r' ?[(].*[)]$', '', msg)}")
 
 
@@ -55,104 +78,163 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def parse_schedule(text: str, path: Path, name: str | None = None) -> Schedule:
+def parse_schedule(text: str, path: Path, name: str | None = None, topology: Topology | None = None) -> Schedule:
+    """The schedule ``text`` (the file ``path``) holds; ``ScheduleError`` (one line, file:line: step
+    N: key) for anything a run could not do, judged here rather than after the cluster is up.
+    ``topology``: also judge node and link names against that inventory."""
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise _toml_error(path, e) from None
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError) as e:
+        raise _toml_error(path, text, e) from None
     lines = _step_lines(text)
 
     unknown = [k for k in data if k not in TOP_KEYS]
     if unknown:
-        raise ScheduleError(f"{path}: unknown top-level key {unknown[0]!r} (known: name, [[step]])")
+        raise ScheduleError(f"{path}: unknown top-level key {shown(unknown[0])} (known: name, [[step]])")
     steps_raw = data.get("step", [])
     if not isinstance(steps_raw, list) or not all(isinstance(s, dict) for s in steps_raw):
         raise ScheduleError(f"{path}: 'step' must be an array of tables ([[step]])")
+    if len(steps_raw) > MAX_SCHEDULE_STEPS:
+        raise ScheduleError(f"{path}: {len(steps_raw)} steps, over the limit of {MAX_SCHEDULE_STEPS}")
     if "name" in data and not (isinstance(data["name"], str) and data["name"]):
         raise ScheduleError(f"{path}: name: must be a non-empty string")
 
     steps: list[Step] = []
     for i, raw in enumerate(steps_raw, 1):
         where = f"{path}:{lines[i - 1]}" if i - 1 < len(lines) else str(path)
-
-        def bad(key: str, why: str, i: int = i, where: str = where) -> ScheduleError:
-            return ScheduleError(f"{where}: step {i}: {key}: {why}")
-
-        for k in raw:
-            if k not in STEP_KEYS:
-                raise bad(k, f"unknown key (known: {', '.join(STEP_KEYS)})")
-        if "at" not in raw:
-            raise bad("at", "missing (seconds after the run starts)")
-        at = raw["at"]
-        if not _is_num(at) or at < 0:
-            raise bad("at", f"must be a number of seconds >= 0, got {at!r}")
-        if "fault" not in raw:
-            raise bad("fault", f"missing (one of {', '.join(FAULTS)})")
-        fault = raw["fault"]
-        if fault not in FAULTS:
-            raise bad("fault", f"unknown fault {fault!r} (known: {', '.join(FAULTS)})")
-        spec = FAULTS[fault]
-        phase = raw.get("phase", "start")
-        if phase not in ("start", "stop"):
-            raise bad("phase", f"must be 'start' or 'stop', got {phase!r}")
-        if spec.instant and phase == "stop":
-            raise bad("phase", f"{fault} is instant: it has no stop phase")
-        targets = raw.get("targets")
-        if targets is None and phase == "start":
-            raise bad("targets", "missing (a spec like 'one-broker' or a list of node names)")
-        if targets is not None:
-            err = spec_error(targets)
-            if err:
-                raise bad("targets", err)
-            if isinstance(targets, str) and targets in WHOLE_GRUDGES and not spec.grudge:
-                raise bad("targets", f"{targets!r} is a partition spec: only for "
-                                     f"{' and '.join(f for f in FAULTS if f in grudge_faults())}")
-        duration = raw.get("duration")
-        if duration is not None:
-            if not _is_num(duration) or duration <= 0:
-                raise bad("duration", f"must be a number of seconds > 0, got {duration!r}")
-            if phase != "start" or spec.instant:
-                raise bad("duration", "only for the start of a fault with a stop phase")
-        params = raw.get("params", {})
-        if not isinstance(params, dict):
-            raise bad("params", "must be a table, e.g. params = { latency_ms = 200 }")
-        allowed = {**spec.params, **COMMON_PARAMS}
-        for k, v in params.items():
-            if k not in allowed:
-                raise bad(f"params.{k}", f"not a parameter of {fault} (known: {', '.join(allowed) or 'none'})")
-            want = allowed[k]
-            if isinstance(v, bool) or not isinstance(v, want):
-                raise bad(f"params.{k}", f"wrong type {type(v).__name__}")
-            if k in spec.choices and v not in spec.choices[k]:
-                raise bad(f"params.{k}", f"must be one of {', '.join(spec.choices[k])}, got {v!r}")
-            if _is_num(v) and v < 0:
-                raise bad(f"params.{k}", f"must be >= 0, got {v!r}")
-        seed = raw.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise bad("seed", f"must be an integer, got {seed!r}")
-
-        op_params = dict(params)
-        if seed is not None:
-            op_params["seed"] = seed
-        explicit: list[str] = []
-        if isinstance(targets, list):
-            explicit = list(targets)
-        elif isinstance(targets, str):
-            op_params["spec"] = targets
-        steps.append(Step(float(at), FaultOp(fault, phase, explicit, op_params)))
-        if duration is not None:
-            stop_params = {k: v for k, v in op_params.items() if k == "spec"}
-            steps.append(Step(float(at) + float(duration), FaultOp(fault, "stop", list(explicit), stop_params)))
+        try:
+            steps += _step(raw, topology)
+        except _Bad as e:
+            raise ScheduleError(f"{where}: step {i}: {e.key}: {e.why}") from None
     return Schedule(name=data.get("name") or name or path.stem, steps=steps)
 
 
-def load_schedule(path: str | Path) -> Schedule:
+class _Bad(Exception):
+    def __init__(self, key: str, why: str) -> None:
+        super().__init__(key, why)
+        self.key, self.why = key, why
+
+
+def _step(raw: dict[str, Any], topology: Topology | None) -> list[Step]:
+    """One ``[[step]]`` table as its steps (two with a duration); ``_Bad(key, why)`` otherwise."""
+    for k in raw:
+        if k not in STEP_KEYS:
+            raise _Bad(k, f"unknown key (known: {', '.join(STEP_KEYS)})")
+    if "at" not in raw:
+        raise _Bad("at", "missing (seconds after the run starts)")
+    if (why := number_error(raw["at"], 0, MAX_SECONDS, unit="seconds after the run starts")) is not None:
+        raise _Bad("at", why)
+    at = float(raw["at"])
+    if "fault" not in raw:
+        raise _Bad("fault", f"missing (one of {', '.join(FAULTS)})")
+    fault = raw["fault"]
+    if not isinstance(fault, str) or fault not in FAULTS:
+        raise _Bad("fault", f"unknown fault {shown(fault)} (known: {', '.join(FAULTS)})")
+    spec = FAULTS[fault]
+    phase = raw.get("phase", "start")
+    if phase not in ("start", "stop"):
+        raise _Bad("phase", f"must be 'start' or 'stop', got {shown(phase)}")
+    if spec.instant and phase == "stop":
+        raise _Bad("phase", f"{fault} is instant: it has no stop phase")
+    targets = raw.get("targets")
+    if targets is None and phase == "start":
+        raise _Bad("targets", "missing (a spec like 'one-broker' or a list of node names)")
+    if targets is not None:
+        _check_targets(targets, fault, topology)
+    duration = raw.get("duration")
+    if duration is not None:
+        if (why := number_error(duration, 0, MAX_SECONDS, lo_open=True, unit="seconds")) is not None:
+            raise _Bad("duration", why)
+        if phase != "start" or spec.instant:
+            raise _Bad("duration", "only for the start of a fault with a stop phase")
+    params = raw.get("params", {})
+    if not isinstance(params, dict):
+        raise _Bad("params", "must be a table, e.g. params = { latency_ms = 200 }")
+    for k, v in params.items():
+        _check_param(fault, k, v, topology)
+    if phase == "start":
+        for k in REQUIRED.get(fault, ()):
+            if k not in params:
+                raise _Bad(f"params.{k}", f"required for the start of {fault}")
+    seed = raw.get("seed")
+    if seed is not None and (why := number_error(seed, 0, MAX_SEED, integer=True)) is not None:
+        raise _Bad("seed", why)
+
+    op_params = dict(params)
+    if seed is not None:
+        op_params["seed"] = seed
+    explicit: list[str] = []
+    if isinstance(targets, list):
+        explicit = list(targets)
+    elif isinstance(targets, str):
+        op_params["spec"] = targets
+    out = [Step(at, FaultOp(fault, phase, explicit, op_params))]
+    if duration is not None:
+        stop_params = {k: v for k, v in op_params.items() if k == "spec"}
+        out.append(Step(at + float(duration), FaultOp(fault, "stop", list(explicit), stop_params)))
+    return out
+
+
+# params a fault's start cannot do without (its nemesis would fail mid-run)
+REQUIRED: dict[str, tuple[str, ...]] = {"delay_request": ("kind", "to"), "zk_rules": ("rules",), "cut": ("links",)}
+
+
+def _check_targets(targets: Any, fault: str, topology: Topology | None) -> None:
+    if (err := spec_error(targets)) is not None:
+        raise _Bad("targets", err)
+    if isinstance(targets, str) and targets in WHOLE_GRUDGES and not FAULTS[fault].grudge:
+        raise _Bad("targets", f"{targets!r} is a partition spec: only for "
+                              f"{' and '.join(f for f in FAULTS if f in grudge_faults())}")
+    if topology is None:
+        return
+    names = targets if isinstance(targets, list) else [targets] if is_node_name(targets) else []
+    nodes = (*topology.zookeepers, *topology.brokers)
+    if outside := [n for n in names if n not in nodes]:
+        raise _Bad("targets", f"{shown(outside)} not in the inventory (nodes: {', '.join(nodes)})")
+
+
+def _check_param(fault: str, k: Any, v: Any, topology: Topology | None) -> None:
+    spec = FAULTS[fault]
+    allowed = {**spec.params, **COMMON_PARAMS}
+    key = f"params.{k}"
+    if k not in allowed:
+        raise _Bad(key, f"not a parameter of {fault} (known: {', '.join(allowed) or 'none'})")
+    want = allowed[k]
+    if isinstance(v, bool) or not isinstance(v, want):
+        raise _Bad(key, f"wrong type {type(v).__name__}")
+    if k in spec.choices and v not in spec.choices[k]:
+        raise _Bad(key, f"must be one of {', '.join(spec.choices[k])}, got {shown(v)}")
+    if isinstance(v, int | float):
+        top = MAX_SEED if k == "seed" else MAX_PARAM
+        if (why := number_error(v, 0, top, integer=isinstance(v, int) and want is int)) is not None:
+            raise _Bad(key, why)
+    if fault == "cut" and k == "links":
+        if not v:
+            raise _Bad(key, "must name at least one link, e.g. links = [\"b1->zk2\"]")
+        for link in v:
+            if (why := link_error(link, *(astuple(topology) if topology else (None, None)))) is not None:
+                raise _Bad(key, why)
+    elif fault == "zk_rules" and k == "rules":
+        try:
+            parse_rules(v, source=key)
+        except RuleError as e:
+            raise _Bad(key, str(e).removeprefix(f"{key}: ")) from None
+    elif fault == "delay_request" and k == "to":
+        if spec_error(v) is not None or not is_node_name(v):
+            raise _Bad(key, f"expected a broker's node name, got {shown(v)}")
+        if topology is not None and v not in topology.brokers:
+            raise _Bad(key, f"{shown(v)} is not a broker of the inventory (brokers: {', '.join(topology.brokers)})")
+    elif fault == "delay_request" and k == "topic" and not TOPIC.fullmatch(v):
+        raise _Bad(key, f"expected a Kafka topic name (letters, digits, '.', '_', '-'), got {shown(v)}")
+
+
+def load_schedule(path: str | Path, topology: Topology | None = None) -> Schedule:
     p = Path(path)
     try:
         text = p.read_text()
-    except OSError as e:
-        raise ScheduleError(f"{p}: cannot read schedule: {e.strerror or e}") from None
-    return parse_schedule(text, p)
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path, or not UTF-8
+        raise ScheduleError(f"{p}: cannot read schedule: {getattr(e, 'strerror', None) or e}") from None
+    return parse_schedule(text, p, topology=topology)
 
 
 # -- writing ---------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ COUNTS = ("all", "one", "minority", "majority")
 ROLES = {"zk": "zk", "broker": "broker", "brokers": "broker"}
 DYNAMIC = ("zk-leader", "leader", "zk-followers", "zk-follower", "controller")
 WHOLE_GRUDGES = ("halves", "bridge", "majorities-ring")
+CLIENT_NODE = "client"  # the dialling side of the workload clients' links (not an inventory node)
 
 
 @dataclass
@@ -70,6 +71,12 @@ def spec_error(spec: Any) -> str | None:
     if spec.replace("-", "").replace("_", "").isalnum():
         return None  # a node name; checked against the inventory when it runs
     return f"unknown target spec {spec!r}"
+
+
+def is_node_name(spec: Any) -> bool:
+    """A valid spec string that names one node (not a count, a dynamic or a grudge spec)."""
+    return (isinstance(spec, str) and spec_error(spec) is None and spec not in DYNAMIC and spec not in WHOLE_GRUDGES
+            and _count_role(spec) is None)
 
 
 def _count_role(spec: str) -> tuple[str, str] | None:
@@ -157,6 +164,32 @@ def resolve_links(links: list[str], pools: Pools) -> list[str]:
         else:
             out.append(link)
     return out
+
+
+def link_names(brokers: Sequence[str], zookeepers: Sequence[str]) -> list[str]:
+    """Every Toxiproxy link of a cluster of these nodes, named as ``harness.cluster`` creates them:
+    ``b<N>->zk<M>`` (agent→ZooKeeper), ``client->zk<M>`` (the workload clients) and ``b<N>->b<M>``
+    (agent→agent). What a ``cut`` may name, so a schedule is judged before a cluster starts."""
+    return ([f"{b}->{z}" for b in brokers for z in zookeepers] + [f"{CLIENT_NODE}->{z}" for z in zookeepers]
+            + [f"{a}->{b}" for a in brokers for b in brokers if a != b])
+
+
+def link_error(link: Any, brokers: Sequence[str] | None = None, zookeepers: Sequence[str] | None = None) -> str | None:
+    """Why ``link`` is not a ``cut`` link (``src->dst``; the far end may be a dynamic spec such as
+    ``zk-followers``, see ``resolve_links``), or None; with the inventory's nodes, also a link of it."""
+    if not isinstance(link, str):
+        return f"a link is a string like 'b1->zk2', got {type(link).__name__}"
+    src, arrow, dst = link.partition("->")
+    if not arrow or not src or not dst or spec_error(src) or spec_error(dst) or "->" in dst:
+        return f"{link[:40]!r} is not a link like 'b1->zk2' or 'b1->b3'"
+    if brokers is None or zookeepers is None:
+        return None
+    if dst in DYNAMIC:
+        if src in brokers or src == CLIENT_NODE:
+            return None
+    elif link in link_names(brokers, zookeepers):
+        return None
+    return f"no link {link!r} in this inventory (links run from a broker or client to a ZooKeeper server or another broker)"
 
 
 def needs_links(op: FaultOp) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 
 from rich.console import Console
 
+from base.bounds import MAX_BUDGET_S, finite_float
 from base.errors import EXIT_UNKNOWN, UsageError, exit_code_for
 from base.parsing import command_parser, summary
 from checkers.result import worst
@@ -40,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"campaign TOML (default: {DEFAULT_CAMPAIGN.relative_to(DEFAULT_CAMPAIGN.parents[1])})")
     p.add_argument("--store", metavar="DIR", default="store", help="store directory (default: ./store)")
     add_master_flag(p)
-    p.add_argument("--budget", type=float, metavar="S", help="wall-clock seconds; overrides the file's budget")
+    p.add_argument("--budget", type=finite_float(0, MAX_BUDGET_S, lo_open=True), metavar="S", help="wall-clock seconds; overrides the file's budget")
     p.add_argument("--new", action="store_true", help="start a new campaign directory even if the last one is unfinished")
     p.add_argument("--junit", metavar="FILE", help="also copy the campaign's JUnit XML to FILE")
     p.set_defaults(func=run)

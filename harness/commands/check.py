@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from base.bounds import MAX_SECONDS, finite_float
 from base.errors import UsageError, exit_code_for
 from base.parsing import summary
 from checkers.parsers import FORMATS, ParseError
@@ -37,7 +38,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--format", choices=FORMATS, help="input format (detected per path when omitted)")
     p.add_argument("--model", help="linearizability model (default per format: etcd, kv, cas-register/...)")
     add_master_flag(p)
-    p.add_argument("--budget-seconds", type=float, default=30.0, help="CPU budget per part; over it → unknown")
+    p.add_argument("--budget-seconds", type=finite_float(0, MAX_SECONDS, lo_open=True), default=30.0, help="CPU budget per part; over it → unknown")
     p.add_argument("--local", action="store_true", help="check reference histories without Spark (pure path)")
     p.add_argument("--json", action="store_true", help="print one JSON result object per line")
     p.add_argument("--write", action="store_true", help=f"write {RESULTS_FILE} next to a store dir's history")

@@ -7,6 +7,7 @@ import argparse
 import sys
 import time
 
+from base.bounds import MAX_BUDGET_S, finite_float
 from base.errors import UsageError
 from checkers.spark import add_master_flag, check_master
 
@@ -16,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__)
     p.add_argument("action", choices=("start", "stop", "status"))
     add_master_flag(p, "Spark master of the server's session; `harness check` uses the server only for the same master")
-    p.add_argument("--idle-timeout", type=float, default=None, metavar="S",
+    p.add_argument("--idle-timeout", type=finite_float(0, MAX_BUDGET_S, lo_open=True), default=None, metavar="S",
                    help="stop after S seconds without a check (default 3600)")
     p.add_argument("--batch", action="store_true",
                    help="tune the session for large inputs and take `harness analyze` jobs as well (default: "

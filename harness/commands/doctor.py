@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from base.bounds import MAX_CONNECT_S, MAX_MS, finite_float
 from base.errors import UsageError
 from base.inventory import Inventory, NodeSpec, load_inventory
 from base.localstate import DOCTOR_PREFIX, owned_tempdir
@@ -31,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check that every node of an inventory is ready to run",
                        description=summary(__doc__))
     p.add_argument("--inventory", metavar="FILE", help="inventory TOML (default: inventory/local.toml)")
-    p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="SSH connect timeout per node (default 5)")
-    p.add_argument("--skew-ms", type=float, default=DEFAULT_SKEW * 1000, metavar="MS",
+    p.add_argument("--timeout", type=finite_float(0, MAX_CONNECT_S, lo_open=True), default=5.0, metavar="S", help="SSH connect timeout per node (default 5)")
+    p.add_argument("--skew-ms", type=finite_float(0, MAX_MS, unit="ms"), default=DEFAULT_SKEW * 1000, metavar="MS",
                    help=f"clock skew the zxid sweep allows (default {DEFAULT_SKEW * 1000:g})")
     p.set_defaults(func=run)
 

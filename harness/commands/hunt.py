@@ -14,15 +14,19 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
+from base.bounds import MAX_SECONDS, MAX_SEED, bounded_int, finite_float, names_list
 from base.errors import UsageError
 from base.parsing import summary
 from harness.outputs import writable_file
 from harness.terminal import output_console
 
 DEFAULT_OUT = "store/hunt/minimal.toml"
+MAX_HUNT_RUNS = 10_000  # each a whole real run
+MAX_REPLAYS = 100
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,37 +35,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("hunt", help="search fault schedules for a failure, shrink it, write it as a schedule file",
                        description=summary(__doc__))
     add_common_args(p, time_limit=10.0)
-    p.add_argument("--max-runs", type=int, default=10, metavar="N",
+    p.add_argument("--max-runs", type=bounded_int(1, MAX_HUNT_RUNS), default=10, metavar="N",
                    help="runs for search + shrinking (default 10; the replay is one more)")
-    p.add_argument("--faults", default=None, metavar="F1,F2",
+    p.add_argument("--faults", default=None, metavar="F1,F2", type=names_list,
                    help="faults to search over (default isolate,pause,partition,kill)")
-    p.add_argument("--min-fault", type=float, default=0.5, metavar="S",
+    p.add_argument("--min-fault", type=finite_float(0, MAX_SECONDS, lo_open=True), default=0.5, metavar="S",
                    help="shortest fault window to try, seconds (default 0.5; the search grid is 0.5 s)")
-    p.add_argument("--replays", type=int, default=3, metavar="N",
+    p.add_argument("--replays", type=bounded_int(0, MAX_REPLAYS), default=3, metavar="N",
                    help="replays to confirm the written schedule, widening it after each miss (default 3)")
-    p.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
+    p.add_argument("--seed", type=bounded_int(0, MAX_SEED), default=0, help="Hypothesis seed (default 0)")
     p.add_argument("--out", metavar="FILE", default=DEFAULT_OUT, help=f"minimal schedule file (default {DEFAULT_OUT})")
     p.add_argument("--no-replay", action="store_true", help="do not replay the written schedule (same as --replays 0)")
     p.set_defaults(func=run_hunt)
 
 
-def run_hunt(args: argparse.Namespace) -> int:
+def judge(args: argparse.Namespace) -> tuple[list[str], dict, Any]:
+    """(faults, toggles, inventory) of a hunt's flags, every flag judged (``UsageError``) before
+    anything starts."""
     from base.inventory import load_inventory
     from harness.commands.run import spec_from_args, toggles_from_args
-    from harness.engine import Engine
     from nemesis.registry import FAULTS
+    from nemesis.schedule import Schedule
     from nemesis.search import HUNT_FAULTS, duration_steps
 
-    console = output_console()
-    quiet = Console(quiet=True)
     toggles = toggles_from_args(args)
     if args.max_runs < 1:
         raise UsageError(f"--max-runs: must be >= 1, got {args.max_runs}")
-    if args.time_limit < 2:
-        raise UsageError(f"--time-limit: must be >= 2 seconds, got {args.time_limit}")
+    if not 2 <= args.time_limit <= MAX_SECONDS:
+        raise UsageError(f"--time-limit: must be in [2, {MAX_SECONDS:g}] seconds, got {args.time_limit}")
     if args.replays < 0:
         raise UsageError(f"--replays: must be >= 0, got {args.replays}")
-    if args.min_fault <= 0:
+    if not args.min_fault > 0:
         raise UsageError(f"--min-fault: must be > 0 seconds, got {args.min_fault}")
     try:
         duration_steps(args.time_limit, args.min_fault)
@@ -73,6 +77,17 @@ def run_hunt(args: argparse.Namespace) -> int:
         raise UsageError(f"--faults: unknown {bad} (known: {', '.join(FAULTS)})")
     writable_file(args.out, "--out")
     inv = load_inventory(args.inventory)
+    spec_from_args(args, inv, Schedule("hunt"))  # every other flag judged before the engine starts
+    return faults, toggles, inv
+
+
+def run_hunt(args: argparse.Namespace) -> int:
+    from harness.commands.run import spec_from_args
+    from harness.engine import Engine
+
+    console = output_console()
+    quiet = Console(quiet=True)
+    faults, toggles, inv = judge(args)
     # One engine for every run: each run still gets a cluster of its own, Spark stays up.
     engine = Engine(inv, args.store, quiet, args.spark_master)
 

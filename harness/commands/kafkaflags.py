@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from base.bounds import MAX_NODES, bounded_int
 from base.errors import UsageError
 from harness.spec import ZK_SOCKETS, KafkaBrokers
 
@@ -18,7 +19,7 @@ def add_zk_client_args(p: argparse.ArgumentParser, needs: str) -> None:
     p.add_argument("--zk-socket", choices=tuple(ZK_SOCKETS), default=None,
                    help=f"with {needs}: the brokers' ZooKeeper client socket (the JVM's zookeeper.clientCnxnSocket; "
                         "default nio, Kafka's default)")
-    p.add_argument("--zk-hosts", type=int, default=None, metavar="N",
+    p.add_argument("--zk-hosts", type=bounded_int(1, MAX_NODES), default=None, metavar="N",
                    help=f"with {needs}: servers in the brokers' zookeeper.connect (default: the whole ensemble)")
 
 

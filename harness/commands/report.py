@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from base.bounds import bounded_int
 from base.errors import EXIT_BAD_INPUT, UsageError
 from base.parsing import summary
 
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("serve", help="serve the store read-only on http://127.0.0.1:PORT",
                        description="Serve STORE_DIR read-only on loopback: an index of the runs and their reports.")
     s.add_argument("store", metavar="STORE_DIR", nargs="?", default="store", help="the store (default: ./store)")
-    s.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (default: allocated at start)")
+    s.add_argument("--port", type=bounded_int(0, 65535), default=0, help="TCP port on 127.0.0.1 (default: allocated at start)")
     s.set_defaults(func=serve)
 
 

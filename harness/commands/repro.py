@@ -19,10 +19,13 @@ from typing import Any
 
 from rich.console import Console
 
+from base.bounds import bounded_int
 from base.errors import EXIT_BAD_INPUT, UsageError
 from base.parsing import summary
 from checkers.spark import add_master_flag
 from harness.commands.kafkaflags import add_zk_client_args, fetch, kafka_brokers, kafka_target
+
+MAX_REPRO_RUNS = 1000  # runs on one cluster, each a whole story
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("id", nargs="?", metavar="ID", help="scenario id (see --list)")
     p.add_argument("--list", action="store_true", help="list scenarios: id, title, availability, which Kafka release fixed it")
     p.add_argument("--fixed", action="store_true", help="run with the fix's toggles and expect a clean run")
-    p.add_argument("--runs", type=int, default=1, metavar="N", help="runs on one cluster (default 1)")
+    p.add_argument("--runs", type=bounded_int(1, MAX_REPRO_RUNS), default=1, metavar="N", help="runs on one cluster (default 1)")
     p.add_argument("--inventory", metavar="FILE", help="inventory TOML (default: inventory/local.toml)")
     p.add_argument("--store", metavar="DIR", default=None, help="store directory (default: ./store)")
     p.add_argument("--spark", action="store_true",

@@ -16,6 +16,19 @@ from typing import Any
 from rich.console import Console
 
 from agent.config import ConfigError, parse_toggle_args
+from base.bounds import (
+    MAX_CONCURRENCY,
+    MAX_INT32,
+    MAX_MS,
+    MAX_RATE,
+    MAX_SCHEDULE_STEPS,
+    MAX_SECONDS,
+    MAX_SEED,
+    MIN_INTERVAL_S,
+    bounded_int,
+    finite_float,
+    names_list,
+)
 from base.errors import EXIT_CRASH, UsageError
 from base.inventory import Inventory, load_inventory
 from base.parsing import summary
@@ -44,15 +57,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="bring up the cluster, inject faults, check the history on Spark",
                        description=summary(__doc__))
     add_common_args(p)
-    p.add_argument("--target", type=int, metavar="BROKER_ID", help="broker to isolate (default: seeded random)")
-    p.add_argument("--seed", type=int, help="random seed (recorded in run.json)")
+    p.add_argument("--target", type=bounded_int(0, MAX_INT32), metavar="BROKER_ID", help="broker to isolate (default: seeded random)")
+    p.add_argument("--seed", type=bounded_int(0, MAX_SEED), help="random seed (recorded in run.json)")
     p.add_argument("--schedule", metavar="FILE", help="scripted fault schedule (TOML) to replay instead of the default")
-    p.add_argument("--faults", metavar="F1,F2",
+    p.add_argument("--faults", metavar="F1,F2", type=names_list,
                    help="random package of these faults instead of the default isolate (e.g. partition,kill,pause; "
                         "or episodes such as stale_control, lost_connect: docs/nemesis.md); seeded by --seed, with a "
                         "final heal and a recovery wait")
-    p.add_argument("--interval", type=float, default=5.0, metavar="S",
-                   help="mean seconds between a packaged fault's start and stop (default 5)")
+    p.add_argument("--interval", type=finite_float(MIN_INTERVAL_S, MAX_SECONDS), default=5.0, metavar="S",
+                   help=f"mean seconds between a packaged fault's start and stop (default 5, at least {MIN_INTERVAL_S:g})")
     p.add_argument("--zkproxy", action="store_true",
                    help="route agent→ZooKeeper traffic through the ZooKeeper wire proxy (enables fault zk_rules)")
     p.add_argument("--workload", default="none", metavar="NAME",
@@ -71,13 +84,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> None:
     """Flags every command that runs tests shares (`run`, `hunt`)."""
     p.add_argument("--inventory", metavar="FILE", help="inventory TOML (default: inventory/local.toml)")
-    p.add_argument("--time-limit", type=float, default=time_limit, metavar="S",
-                   help=f"seconds of fault schedule (default {time_limit:g}); setup and recovery come on top")
+    p.add_argument("--time-limit", type=finite_float(0, MAX_SECONDS, lo_open=True), default=time_limit, metavar="S",
+                   help=f"seconds of fault schedule (default {time_limit:g}, at most {MAX_SECONDS:g}); setup and "
+                        "recovery come on top")
     p.add_argument("--store", metavar="DIR", default=None, help="store directory (default: ./store)")
     add_master_flag(p)
     p.add_argument("--toggle", action="append", default=[], metavar="NAME=VALUE",
                    help="agent bug toggle, repeatable (see `harness agent --help`)")
-    p.add_argument("--margin-ms", type=int, default=3000,
+    p.add_argument("--margin-ms", type=bounded_int(0, MAX_MS, "ms"), default=3000,
                    help="liveness margin on top of the session timeout (default 3000)")
     p.add_argument("--zk", action="append", default=[], metavar="KEY=VALUE",
                    help="ZooKeeper ensemble setting on top of the inventory's, repeatable: tick_time_ms, init_limit, "
@@ -87,9 +101,9 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> Non
 def add_workload_args(p: argparse.ArgumentParser) -> None:
     """--concurrency and --rate, and every option the workloads declare (``workloads.DEFINITIONS``)."""
     defaults = ", ".join(f"{d.concurrency} for {d.name}" for d in DEFINITIONS.values() if d.concurrency)
-    p.add_argument("--concurrency", type=int, default=None, metavar="N",
+    p.add_argument("--concurrency", type=bounded_int(1, MAX_CONCURRENCY), default=None, metavar="N",
                    help=f"client processes of the workload (default: the workload's, {defaults})")
-    p.add_argument("--rate", type=float, default=None, metavar="OPS",
+    p.add_argument("--rate", type=finite_float(0, MAX_RATE, lo_open=True, unit="ops/s"), default=None, metavar="OPS",
                    help="client operations per second across all processes (default: unthrottled)")
     for d in DEFINITIONS.values():
         for o in d.options:
@@ -120,8 +134,8 @@ def toggles_from_args(args: argparse.Namespace) -> dict[str, Any]:
 
 def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule | None = None) -> TestSpec:
     """The test a `run`-style command line describes; ``schedule`` overrides the flags' one."""
-    if args.time_limit <= 0:
-        raise UsageError(f"--time-limit: must be > 0 seconds, got {args.time_limit}")
+    if not 0 < args.time_limit <= MAX_SECONDS:  # also nan (a Namespace built by hand, not by the parser)
+        raise UsageError(f"--time-limit: must be in (0, {MAX_SECONDS:g}] seconds, got {args.time_limit}")
     kafka = brokers_from_args(args, inv)
     if args.margin_ms is None:
         args.margin_ms = KAFKA_MARGIN_MS if kafka is not None else 3000
@@ -136,6 +150,7 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
         schedule, name = _schedule_from_args(args, inv, seed, name)
     if kafka is not None:
         # what a real broker's log tells the checkers: its registrations (base.kafkalog)
+        fetch(kafka, "--brokers")  # last: every flag is judged before anything is downloaded
         return TestSpec(name=name if getattr(args, "test", None) else f"{name}-kafka-{kafka.version}",
                         zkproxy="all" if getattr(args, "zkproxy", False) else "off", kafka=kafka, workload=workload,
                         schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms, seed=seed,
@@ -165,8 +180,8 @@ def _fault_names(args: argparse.Namespace) -> list[str]:
 
 
 def brokers_from_args(args: argparse.Namespace, inv: Inventory) -> KafkaBrokers | None:
-    """``--brokers kafka:VERSION`` (with ``--zk-socket``/``--zk-hosts``) as ``KafkaBrokers``; a
-    workload or toggles with it are bad input (they speak to, or configure, the agents)."""
+    """``--brokers kafka:VERSION`` (with ``--zk-socket``/``--zk-hosts``) as ``KafkaBrokers`` (its jars
+    not fetched yet); a workload or toggles with it are bad input (they speak to, or configure, the agents)."""
     brokers = getattr(args, "brokers", None)
     if brokers is None:
         return None if not hasattr(args, "zk_socket") else kafka_brokers(None, "--brokers kafka:VERSION", args)
@@ -181,8 +196,6 @@ def brokers_from_args(args: argparse.Namespace, inv: Inventory) -> KafkaBrokers 
     if episodes := [f for f in _fault_names(args) if f in EPISODES]:
         raise UsageError(f"--faults {', '.join(episodes)}: episodes act through the agents' request hooks; with --brokers "
                          "kafka:VERSION use link and process faults")
-    assert kafka is not None
-    fetch(kafka, "--brokers")
     return kafka
 
 
@@ -191,22 +204,29 @@ def _schedule_from_args(args: argparse.Namespace, inv: Inventory, seed: int, nam
     if faults and args.schedule:
         raise UsageError("--faults and --schedule: choose one")
     if args.schedule:
-        from nemesis.scripted import load_schedule
+        from nemesis.scripted import Topology, load_schedule
 
-        schedule = load_schedule(args.schedule)
-        _refuse_host_faults(inv, {step.op.f for step in schedule.steps}, "--schedule " + str(args.schedule))
+        schedule = load_schedule(args.schedule, Topology.of(inv))
+        used = {step.op.f for step in schedule.steps}
+        _refuse_host_faults(inv, used, "--schedule " + str(args.schedule))
+        if "zk_rules" in used and not getattr(args, "zkproxy", False):
+            raise UsageError(f"--schedule {args.schedule}: its zk_rules steps need the ZooKeeper wire proxy "
+                             "(--zkproxy)")
         return schedule, args.test or Path(args.schedule).stem
     if faults:
         _refuse_host_faults(inv, set(faults), "--faults")
         from nemesis.episodes import Cluster
-        from nemesis.packages import PACKAGEABLE, package_schedule
+        from nemesis.packages import PACKAGEABLE, expected_steps, package_schedule
 
         unknown = [f for f in faults if f not in PACKAGEABLE]
         if unknown:
             raise UsageError(f"--faults: {', '.join(unknown)} cannot be packaged (choose from "
                              f"{', '.join(PACKAGEABLE)})")
-        if args.interval <= 0:
-            raise UsageError(f"--interval: must be > 0 seconds, got {args.interval}")
+        if not MIN_INTERVAL_S <= args.interval <= MAX_SECONDS:  # also nan (a Namespace built by hand)
+            raise UsageError(f"--interval: must be in [{MIN_INTERVAL_S:g}, {MAX_SECONDS:g}] seconds, got {args.interval}")
+        if (n := expected_steps(faults, args.interval, args.time_limit)) > MAX_SCHEDULE_STEPS:
+            raise UsageError(f"--interval: {len(faults)} fault(s) every {args.interval:g}s for --time-limit "
+                             f"{args.time_limit:g} is about {n:.0f} steps, over the limit of {MAX_SCHEDULE_STEPS}")
         cluster = Cluster(tuple(b.name for b in inv.brokers), inv.agents.session_timeout_ms / 1000.0)
         _refuse_short_sync(args, inv, faults, cluster)
         return package_schedule(faults, args.interval, args.time_limit, seed, cluster=cluster), name

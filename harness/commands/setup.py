@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from base.bounds import MAX_CONNECT_S, finite_float
 from base.errors import UsageError
 from base.inventory import Inventory, NodeSpec, load_inventory
 from base.parsing import summary
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("setup", help="install ZooKeeper and the agents' dependencies on every node (idempotent)",
                        description=summary(__doc__))
     p.add_argument("--inventory", metavar="FILE", help="inventory TOML (default: inventory/local.toml)")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="SSH connect timeout per node (default 10)")
+    p.add_argument("--timeout", type=finite_float(0, MAX_CONNECT_S, lo_open=True), default=10.0, metavar="S", help="SSH connect timeout per node (default 10)")
     p.set_defaults(func=run)
 
 
