@@ -31,9 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.errors import UsageError  # noqa: E402
-
 from base.bounds import MAX_PLAN_RUNS, MAX_SCHEDULE_STEPS, finite_float  # noqa: E402
+from base.errors import UsageError  # noqa: E402
 from bench.fuzz_values import edn_text, flag_argv, random_campaign, random_inventory, random_schedule  # noqa: E402
 from checkers.edn import EdnError, read_all  # noqa: E402
 
@@ -120,9 +119,8 @@ _INV: Any = None
 def _parser() -> Any:
     global _PARSER, _INV
     if _PARSER is None:
-        from harness.inventory import load_inventory
-
         import harness.commands.run as run_mod
+        from base.inventory import load_inventory
         from harness.cli import build_parser
 
         run_mod.fetch = lambda brokers, flag: None  # resolving Kafka's jars is a download, not parsing
@@ -245,8 +243,7 @@ def surface_schedules(rng: random.Random, n: int) -> Counts:
 def surface_campaigns(rng: random.Random, n: int) -> Counts:
     import tomllib
 
-    from harness.tomlfile import read_toml
-
+    from base.tomlfile import read_toml
     from harness.campaign import CampaignError, parse_campaign
 
     c = Counts("campaigns")
@@ -274,9 +271,8 @@ def surface_campaigns(rng: random.Random, n: int) -> Counts:
 
 
 def surface_inventories(rng: random.Random, n: int) -> Counts:
-    from harness.inventory import load_inventory
-
     from base.bounds import MAX_INT32, MAX_MS, MAX_NODES
+    from base.inventory import load_inventory
 
     c = Counts("inventories")
 

@@ -133,8 +133,7 @@ STEP = '[[step]]\nat = 1\nfault = "{fault}"\ntargets = {targets}\n{extra}'
 ])
 def test_a_schedule_is_judged_whole_before_a_cluster_starts(tmp_path: Path, fault: str, targets: str, extra: str,
                                                            says: str) -> None:
-    from harness.inventory import load_inventory
-
+    from base.inventory import load_inventory
     from nemesis.scripted import ScheduleError, Topology, load_schedule
 
     p = tmp_path / "s.toml"
