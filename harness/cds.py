@@ -20,17 +20,21 @@ from pathlib import Path
 from checkers.cds import ARCHIVE_PREFIX, DUMP_ENV, VERIFY_ENV, archive_path
 
 
-def build(timeout_s: float = 600.0) -> Path:
+def build(timeout_s: float = 600.0, trained: bool = True) -> Path:
     """Build the archive for this Java and pyspark and move it into place; its path. Raises
-    ``RuntimeError`` naming the step that failed (nothing is left behind)."""
+    ``RuntimeError`` naming the step that failed (nothing is left behind). ``trained=False`` dumps a
+    bare session's classes (see ``harness.cds_train``)."""
     target = archive_path()
     if target is None:
         raise RuntimeError("no java binary ($JAVA_HOME/bin/java or java on PATH)")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".building-{os.getpid()}.jsa"
     try:
-        for step, env in (("dump", {DUMP_ENV: str(tmp)}), ("verify", {VERIFY_ENV: str(tmp)})):
-            p = subprocess.run([sys.executable, "-m", "harness.cds_train", f"--{step}"], env={**os.environ, **env},
+        steps = ((["--dump"] if trained else ["--dump", "--untrained"], {DUMP_ENV: str(tmp)}),
+                 (["--verify"], {VERIFY_ENV: str(tmp)}))
+        for argv, env in steps:
+            step = argv[0][2:]
+            p = subprocess.run([sys.executable, "-m", "harness.cds_train", *argv], env={**os.environ, **env},
                                capture_output=True, text=True, timeout=timeout_s)
             if p.returncode != 0 or not tmp.is_file():
                 raise RuntimeError(f"{step} step exited {p.returncode}: {(p.stderr or p.stdout).strip()[-400:]}")

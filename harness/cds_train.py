@@ -10,15 +10,21 @@ import sys
 from pyspark.sql import SparkSession
 
 
-def _dump() -> int:
-    """The dumping child: load what a check and an analysis load, then let the JVM exit and dump."""
-    from checkers.project import warm_up
+def _dump(trained: bool = True) -> int:
+    """The dumping child: load what a check and an analysis load, then let the JVM exit and dump.
+    Untrained (``--untrained``): a bare session's classes only, the same dump, verify and move in a
+    fraction of the time (the test of the build's mechanics; ``make install`` builds the trained one)."""
     from checkers.spark import get_spark
-    from harness.analysis import job
 
     spark = get_spark("local[2]")
-    warm_up(spark)
-    job.warm_up(spark, runs=2, lines=1_000)  # the whole `harness analyze` job: ingest, tables, CSV, Parquet
+    if trained:
+        from checkers.project import warm_up
+        from harness.analysis import job
+
+        warm_up(spark)
+        job.warm_up(spark, runs=2, lines=1_000)  # the whole `harness analyze` job: ingest, tables, CSV, Parquet
+    else:
+        spark.range(10).count()
     return _exit_jvm(spark)
 
 
@@ -40,8 +46,8 @@ def _exit_jvm(spark: SparkSession) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if args == ["--dump"]:
-        return _dump()
+    if args in (["--dump"], ["--dump", "--untrained"]):
+        return _dump(trained="--untrained" not in args)
     if args == ["--verify"]:
         return _verify()
     print("python -m harness.cds_train: --dump or --verify (run by python -m harness.cds)", file=sys.stderr)
