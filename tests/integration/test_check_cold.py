@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from checkers.spark import QUICK_CONF, QUICK_JVM
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,26 +47,31 @@ def test_a_quick_local_session_runs_its_jvm_and_sql_with_the_quick_settings() ->
     assert mode == QUICK_CONF["spark.sql.codegen.factoryMode"]
 
 
-def test_a_batch_local_session_runs_the_throughput_collector() -> None:
-    """Without ``quick`` (harness analyze, large input, the benches) the local JVM gets ``BATCH_JVM``:
-    the collectors it runs are the parallel ones."""
-    probe = ("from checkers.spark import get_spark; s = get_spark('local[1]'); "
-             "print(sorted(g.getName() for g in s._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()))")
+@pytest.fixture(scope="module")
+def batch_session() -> dict:
+    """One cold process with a batch local session (``get_spark`` without ``quick``: harness analyze,
+    large input, the benches), probed for everything the tests below read: one JVM start for all."""
+    probe = ("import json; from checkers.spark import get_spark; s = get_spark('local[1]'); "
+             "mf = s._jvm.java.lang.management.ManagementFactory; "
+             "gcs = sorted(g.getName() for g in mf.getGarbageCollectorMXBeans()); "
+             "m = s._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME(); "
+             "q = lambda i: s.range(3).selectExpr(f'id * {i} + {i} as x').filter(f'x > {i}').count(); "
+             "[q(i) for i in range(150)]; n = m.getCount(); q(0); "
+             "print(json.dumps({'gcs': gcs, 'compiled': n, 'recompiled': m.getCount() - n}))")
     p = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=_env(), capture_output=True, text=True,
                        check=False)
     assert p.returncode == 0, p.stderr[-2000:]
-    assert p.stdout.strip().splitlines()[-1] == "['PS MarkSweep', 'PS Scavenge']"
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def test_a_session_keeps_the_classes_of_more_queries_than_sparks_default() -> None:
+def test_a_batch_local_session_runs_the_throughput_collector(batch_session: dict) -> None:
+    """Without ``quick`` (harness analyze, large input, the benches) the local JVM gets ``BATCH_JVM``:
+    the collectors it runs are the parallel ones."""
+    assert batch_session["gcs"] == ["PS MarkSweep", "PS Scavenge"]
+
+
+def test_a_session_keeps_the_classes_of_more_queries_than_sparks_default(batch_session: dict) -> None:
     """Spark keeps 100 compiled classes by default; one run of the fencing plans generates about 160.
     After 150 queries of distinct code the first one's classes are still compiled (no Janino compile
     when it runs again)."""
-    probe = ("from checkers.spark import get_spark; s = get_spark('local[1]'); "
-             "m = s._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME(); "
-             "q = lambda i: s.range(3).selectExpr(f'id * {i} + {i} as x').filter(f'x > {i}').count(); "
-             "[q(i) for i in range(150)]; n = m.getCount(); q(0); print(n > 150, m.getCount() - n)")
-    p = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=_env(), capture_output=True, text=True,
-                       check=False)
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert p.stdout.strip().splitlines()[-1] == "True 0"
+    assert batch_session["compiled"] > 150 and batch_session["recompiled"] == 0
