@@ -53,16 +53,18 @@ cds: apt venv udfs
 run: install
 	$(VENV)/bin/harness run --workload queue
 
-# The whole suite; the 25 slowest tests are listed at the end, so CI's output says where the time goes.
+# The whole suite on two workers (pytest-xdist; tests/conftest.py says which modules share one);
+# the 25 slowest tests are listed at the end, so CI's output says where the time goes.
+PYTEST_WORKERS ?= 2
 test: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest -q -ra --durations=25 $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -ra -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
 
 # What a commit need not wait for: each JIRA reproduction three times per variant (make test runs
 # each once), so a reproduction that holds less than 3/3, or a fix that is not clean 3/3, shows.
 NIGHTLY_TESTS := tests/integration/test_repro_scenarios.py tests/integration/test_repro_kafka_14845.py
 nightly: install
-	ZKFENCE_REPRO_RUNS=3 $(VENV)/bin/pytest -q -ra --durations=25 $(NIGHTLY_TESTS) $(PYTEST_ARGS)
+	ZKFENCE_REPRO_RUNS=3 $(VENV)/bin/pytest -q -ra -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 $(NIGHTLY_TESTS) $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
