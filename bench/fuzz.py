@@ -19,6 +19,7 @@ invalid (or misread) that was accepted.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import random
@@ -33,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the runners, bench/fuzz_*.py
 
+from fuzz_inputs import SURFACES as INPUT_SURFACES  # noqa: E402
 from fuzzlib import Tally  # noqa: E402
 
 from base.localstate import bench_scratch  # noqa: E402
@@ -48,7 +50,10 @@ class Surface:
 
     def run(self, rng: random.Random, n: int, scratch: Path) -> Tally:
         mod, _, fn = self.runner.partition(":")
-        run: Callable[[random.Random, int, Path], Tally] = getattr(importlib.import_module(mod), fn)
+        module = importlib.import_module(mod)
+        # a function of the module, or a surface of a module's own table (fuzz_inputs.SURFACES)
+        run: Callable[[random.Random, int, Path], Tally] = getattr(module, fn, None) or \
+            functools.partial(module.run_named, fn)
         return run(rng, n, scratch)
 
 
@@ -60,6 +65,9 @@ SURFACES: dict[str, Surface] = {
                             "frames and garbage through the proxy process to a real ZooKeeper"),
     "control API": Surface("fuzz_wire:control_api", 10_000,
                            "raw HTTP requests to the proxy's control API handler on loopback"),
+    # every command's flags, schedule, campaign and inventory files, EDN: bench/fuzz_inputs.py's table
+    **{name: Surface(f"fuzz_inputs:{name}", 10_000, f"{name}: random and mutated input to the real parser")
+       for name in INPUT_SURFACES},
 }
 
 

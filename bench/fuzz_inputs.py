@@ -325,6 +325,17 @@ SURFACES: dict[str, Callable[[random.Random, int], Counts]] = {
 }
 
 
+def run_named(name: str, rng: random.Random, n: int, scratch: Any = None) -> Any:
+    """One surface of ``SURFACES`` as bench/fuzz.py's table counts it (its ``Tally``)."""
+    from fuzzlib import Tally
+
+    c = SURFACES[name](rng, n)
+    tally = Tally()
+    tally.counts.update(accepted=c.accepted, refused=c.refusals, crash=c.crashes, hang=c.hangs, wrong=c.wrong)
+    tally.examples = [f"{kind}: {what}" for kind, what in c.examples.items()][:5]
+    return tally
+
+
 def table(rows: list[Counts]) -> str:
     head = ("surface", "inputs", "clean refusals", "crashes", "hangs", "wrong acceptances")
     data = [(r.surface, r.inputs, r.refusals, r.crashes, r.hangs, r.wrong) for r in rows]
