@@ -114,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     surfaces = SURFACES
     if args.list:
+        width = max(map(len, surfaces))
         for n, s in surfaces.items():
-            print(f"{n:<16} {s.inputs:>7}  {s.doc}")
+            print(f"{n:<{width}}  {s.inputs:>7}  {s.doc}")
         return 0
     names = args.only or list(surfaces)
     unknown = [n for n in names if n not in surfaces]
