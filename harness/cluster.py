@@ -36,6 +36,7 @@ from kazoo.client import KazooClient
 
 from agent.client import use_token
 from agent.config import AgentConfig, Toggles
+from base import hostkeys
 from base.components import Component
 from base.components.agent import AgentProcess, build_agent_bundle
 from base.components.sshd import EmbeddedSshd
@@ -45,7 +46,6 @@ from base.inventory import Inventory, NodeSpec
 from base.localstate import STATE_DIR, process_start_time
 from base.remote import Remote, RemoteError, SSHRemote, on_nodes
 from base.wait import wait_until
-from harness import hostkeys
 from harness.provision import pydeps_dir, zk_classpath
 from harness.spec import KafkaBrokers
 from nemesis.targets import CLIENT_NODE

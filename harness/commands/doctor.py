@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from base import hostkeys
 from base.bounds import MAX_CONNECT_S, MAX_MS, finite_float
 from base.errors import UsageError
 from base.inventory import Inventory, NodeSpec, load_inventory
@@ -22,7 +23,6 @@ from base.localstate import DOCTOR_PREFIX, owned_tempdir
 from base.parsing import summary
 from base.remote import RemoteError, SSHRemote, on_nodes
 from checkers.zxid import DEFAULT_SKEW
-from harness import hostkeys
 from harness.cluster import free_ports_on
 from harness.doctor import Check, judge, parse_probe, probe_command
 from harness.provision import pydeps_dir

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from base import hostkeys
 from base.components.sshd import EmbeddedSshd
 from base.errors import UsageError
 from base.remote import HostKeyRefused, SSHRemote
-from harness import hostkeys
 
 pytestmark = pytest.mark.integration
 ADDRESS = "127.0.0.31"

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from base import hostkeys
 from base.components import ProcState
 from base.components.kafka import KAFKA_CACHE, KafkaBroker, KafkaSettings, fetch_kafka
 from base.components.sshd import EmbeddedSshd
 from base.ports import free_port
 from base.remote import LocalRemote, SSHRemote
-from harness import hostkeys
 from nemesis.zkproxy import ProxyProcess
 from tests.waiting import wait_for
 
