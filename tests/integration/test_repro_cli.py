@@ -29,15 +29,19 @@ def test_bad_input_is_254(argv, capsys):
 @pytest.mark.parametrize(("argv", "flag"), [
     (["--kafka", "4.0.0"], "--kafka: Kafka 4.0.0: 4.0 and later have no ZooKeeper mode"),
     (["--kafka", "3.9"], "--kafka: Kafka version '3.9'"),
-    (["--kafka", "3.9.1", "--zk-hosts", "0"], "--zk-hosts: must be >= 1"),
+    (["--kafka", "3.9.1", "--zk-hosts", "0"], "repro: error: argument --zk-hosts: expected an integer in [1,"),
     (["--kafka", "3.9.1", "--zk-hosts", "4"], "--zk-hosts: the inventory has 3 ZooKeeper server(s)"),
     (["--kafka", "3.9.1", "--fixed"], "--fixed: no Kafka release"),
     (["--zk-socket", "netty"], "--zk-socket: only with --kafka"),
 ], ids=["kraft-only", "not-a-version", "zero-hosts", "more-hosts-than-servers", "fixed", "socket-without-kafka"])
 def test_bad_kafka_flags_are_one_line_naming_the_flag(argv, flag, capsys):
-    assert main(["repro", "KAFKA-14845", *argv]) == 254
+    try:
+        code = main(["repro", "KAFKA-14845", *argv])
+    except SystemExit as e:  # a flag's bounds are argparse's: the same one line, exit 254
+        code = e.code
+    assert code == 254
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"harness: {flag}"), err
+    assert err.count("\n") == 1 and err.startswith((f"harness: {flag}", f"harness {flag}")), err
 
 
 def test_a_scenario_told_through_agent_hooks_refuses_kafka(capsys):
@@ -54,6 +58,10 @@ def test_a_scenario_told_through_agent_hooks_refuses_kafka(capsys):
     (["--compare", "kafka:4.1.0"], "--kafka: Kafka 4.1.0: 4.0 and later have no ZooKeeper mode"),
 ], ids=["not-kafka", "no-version", "twice", "runs", "kraft-only"])
 def test_bad_compare_is_one_line_naming_the_flag(argv, flag, capsys):
-    assert main(["repro", "KAFKA-14845", *argv]) == 254
+    try:
+        code = main(["repro", "KAFKA-14845", *argv])
+    except SystemExit as e:  # a flag's bounds are argparse's: the same one line, exit 254
+        code = e.code
+    assert code == 254
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"harness: {flag}"), err
+    assert err.count("\n") == 1 and err.startswith((f"harness: {flag}", f"harness {flag}")), err

@@ -35,11 +35,15 @@ def test_real_brokers_run_the_registration_checkers_with_a_jvm_sized_margin():
     (["--brokers", "agents"], "--brokers: expected kafka:VERSION"),
     (["--brokers", "kafka:3.9.1", "--workload", "queue"], "--workload: the queue workload speaks the agents'"),
     (["--brokers", "kafka:3.9.1", "--toggle", "registration=3x"], "--toggle: agent toggles do not apply"),
-    (["--brokers", "kafka:3.9.1", "--zk-hosts", "0"], "--zk-hosts: must be >= 1"),
+    (["--brokers", "kafka:3.9.1", "--zk-hosts", "0"], "run: error: argument --zk-hosts: expected an integer in [1,"),
     (["--zk-socket", "netty"], "--zk-socket: only with --brokers kafka:VERSION"),
     (["--brokers", "kafka:3.9.1", "--faults", "kill,held_bounce"], "--faults held_bounce: episodes act through"),
 ], ids=["kraft-only", "unresolvable", "not-kafka", "workload", "toggle", "zero-hosts", "socket-alone", "episode"])
 def test_bad_brokers_flags_are_one_line_exit_254(argv, says, capsys):
-    assert main(["run", *argv]) == 254
+    try:
+        code = main(["run", *argv])
+    except SystemExit as e:  # a flag's bounds are argparse's: the same one line, exit 254
+        code = e.code
+    assert code == 254
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"harness: {says}"), err
+    assert err.count("\n") == 1 and err.startswith((f"harness: {says}", f"harness {says}")), err
