@@ -4,7 +4,7 @@ Reference histories (Porcupine etcd/kv, Knossos EDN) go through the WGL lineariz
 project histories (``history.jsonl``, see docs/events.md) through every project-history checker
 (``checkers.project.check_histories``, the entry point the run engine uses too). A project history
 with a damaged line (``history.validate``) is bad input, named ``FILE:LINE: reason``; with
-``--skip-damaged`` its damaged lines are left out and counted, and it cannot check valid. All paths share
+``--skip-damaged`` its damaged lines are left out and counted, and its verdict is unknown. All paths share
 one SparkSession and all reference histories one Spark job. Exit: 0 all valid, 1 any invalid, 2 any unknown and
 none invalid, 254 bad input.
 """
@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
                    help="also write JUnit XML: a testsuite per path, a testcase per checker, anomalies as failures")
     p.add_argument("--skip-damaged", action="store_true",
                    help="leave out a project history's damaged lines (counted in its stats as damaged_lines) "
-                        "instead of refusing the history; a verdict that would be valid is then unknown")
+                        "instead of refusing the history; its verdict is then unknown (anomalies still listed)")
     p.add_argument("--no-server", action="store_true",
                    help="check in this process even when a check server (`harness check-server`) is running")
     p.set_defaults(func=run)

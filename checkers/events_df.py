@@ -9,7 +9,7 @@ from a copy without those lines). Spark then reads each history once with a fixe
 parses from ``value`` exactly the fields the selected checkers read (``checkers.checker.field_types``:
 types from the event contract ``history.kinds``) into ``v_<field>`` columns and keeps the rows of
 the kinds they read. Run-sized input (``SMALL_BYTES``) is materialised once as one in-memory
-partition: the validation and every checker then read that, not the files. A line Spark could not
+partition: every checker then reads that, not the files. A line Spark could not
 read beyond the torn tail the validator dropped is an error, never a row silently lost.
 """
 

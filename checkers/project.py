@@ -86,9 +86,7 @@ def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], 
     """{path: composed result} of the named checkers (all for None) over each history.
 
     A damaged line (``history.validate``) is a ``UsageError`` naming file and line. With
-    ``skip_damaged`` it is left out instead (``damaged``), and its history's verdict cannot be valid:
-    the checkers did not see everything recorded, so a valid one is ``unknown`` (an invalid one
-    stands: the anomaly is proven by events that were read).
+    ``skip_damaged`` it is left out instead (``damage``), and its history's verdict is ``unknown``.
 
     ``timings``, when given, receives the seconds each step took: ``session`` (getting the
     SparkSession), ``load`` (reading and projecting the histories) and one entry per checker, in
@@ -162,18 +160,19 @@ def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, in
 
 def damage(results: dict[str, Result], damaged: dict[str, Scan]) -> dict[str, Result]:
     """``results`` with each history's skipped damaged lines in its stats (``damaged_lines``, the
-    first few ``damaged``), and a valid verdict over a history with any made ``unknown``: what the
-    checkers did not read might have held an anomaly."""
+    first few ``damaged``) and its verdict ``unknown``: what the checkers did not read might have
+    held an anomaly, and its absence can make one (a skipped registration leaves its znode looking
+    unclaimed), so neither valid nor invalid can rest on the rest. The anomalies found stay listed,
+    and each checker's own result (``checkers``) is what it said of the events it read."""
     for path, scan in damaged.items():
         r = results.get(path)
         if r is None:
             continue
         r["stats"]["damaged_lines"] = scan.damaged_total
         r["stats"]["damaged"] = scan.problems()
-        if r["valid"] is True:
-            r["valid"] = UNKNOWN
-            r["stats"]["unknown_reason"] = (f"{scan.damaged_total} damaged line(s) skipped (--skip-damaged): "
-                                            "the checkers did not read every event")
+        r["valid"] = UNKNOWN
+        r["stats"]["unknown_reason"] = (f"{scan.damaged_total} damaged line(s) skipped: the checkers did not read "
+                                        "every event, and a skipped one could explain or hide an anomaly")
     return results
 
 

@@ -366,17 +366,19 @@ def test_unresolvable_basis_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
 
 
 def test_a_fetch_id_naming_two_events_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
-    """A malformed history where two fetch lines share the id based_on_fetch names: the plan cannot
-    tell which fetch the expansion rested on, so it says unknown and why, never picks one."""
+    """A malformed history where two fetch lines share the id based_on_fetch names: the loader refuses
+    the second as a duplicate; skipped, the check cannot be valid. (The plan itself would say unknown
+    and why, never pick one: a second line of one id never reaches it now.)"""
     log = EventLog(run="9d")
     c9(log, False)
     p = log.write(tmp_path / "9d.jsonl")
     lines = p.read_text().splitlines()
     fetch = next(ln for ln in lines if '"f":"fetch"' in ln.replace(" ", ""))
     p.write_text("\n".join([*lines, fetch.replace(str(E2), str(E1))]) + "\n")
-    r = check_histories([str(p)], spark=spark, names=["isr_expansion"])[str(p)]["checkers"]["isr_expansion"]
-    assert r["valid"] == "unknown", r
-    assert "the id of 2 fetch events" in r["stats"]["unknown_reasons"][0]["message"], r
+    with pytest.raises(UsageError, match=f"{p}:{len(lines) + 1}: not a valid event: duplicate event id agent:"):
+        check_histories([str(p)], spark=spark, names=["isr_expansion"])
+    r = check_histories([str(p)], spark=spark, names=["isr_expansion"], skip_damaged=True)[str(p)]
+    assert r["valid"] == "unknown" and r["stats"]["damaged_lines"] == 1, r
 
 
 def test_expansion_without_its_request_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
@@ -409,6 +411,7 @@ def test_malformed_fields_never_crash(spark, tmp_path) -> None:  # noqa: ANN001
         check_histories([p], spark=spark)
     res = check_histories([p], spark=spark, skip_damaged=True)[p]
     assert res["checkers"]["isr_expansion"]["valid"] is False and res["stats"]["damaged_lines"] == 3, res
+    assert res["valid"] == "unknown" and res["anomalies"], res
 
 
 def test_each_plan_is_one_stage_on_run_sized_input(spark, paths) -> None:  # noqa: ANN001
