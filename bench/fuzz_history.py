@@ -13,8 +13,8 @@ bench/fuzz.py, each a runner ``(rng, n, scratch) -> Tally``; runnable alone with
   misjudged it). Random byte edits have no known answer: accepted or refused, and an accepted line
   must read back the same. The plain reader (``read_records``) must agree with the scan.
 * ``history check``: histories of a registration and a queue workload with one damaged line through
-  ``checkers.project.check_histories`` on a local SparkSession: refused naming the line; with
-  ``skip_damaged`` unknown, the line counted.
+  ``checkers.project.check_histories`` on a local SparkSession, each judged twice (so 2n inputs):
+  refused naming the line; with ``skip_damaged`` (one batch) unknown, the line counted.
 
 ``--measure LINES`` times the validator over a history of that many real lines (and ``json.loads``
 alone, for scale). A benchmark, not a test: nothing asserts timings.
@@ -28,7 +28,6 @@ import os
 import random
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -142,7 +141,7 @@ def damage(rng: random.Random, line: str) -> tuple[str, list[bytes], str | None]
             "nan": lambda: [raw.replace(b'"t_wall":', b'"t_wall":NaN,"x":', 1)],
             "inf": lambda: [raw.replace(b'"t_wall":', b'"t_wall":-Infinity,"x":', 1)],
             "huge": lambda: [raw.replace(b'"t_wall":', b'"t_wall":1e999,"x":', 1)],
-            "surrogate": lambda: [raw.replace(b'"run":"', b'"run":"\\udc80', 1)],
+            "surrogate": lambda: [enc({**d, "run": "\udc80" + str(d.get("run") or "")})],  # an escape
             "cr": lambda: [raw.replace(b",", b",\r", 1)],
             "utf8": lambda: [raw[:i] + rng.choice([b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\x80"]) + raw[i:]],
             "truncate": lambda: [raw[:i]],
@@ -359,7 +358,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="history check inputs (0: not run)")
     ap.add_argument("--measure", type=int, metavar="LINES", help="only time the validator over LINES lines")
     args = ap.parse_args(argv)
-    scratch = Path(tempfile.mkdtemp(prefix="zkfence-bench-scratch-"))
+    from harness.localstate import bench_scratch
+
+    scratch = bench_scratch()  # named after this process: `harness teardown` leaves it alone while it runs
     try:
         if args.measure:
             print(json.dumps(measure(args.measure, scratch)))
