@@ -36,7 +36,7 @@ def detect_format(path: str | Path) -> str:
     first = ""
     with open(p, encoding="utf-8", errors="replace") as fh:
         for line in fh:
-            s = line.strip()
+            s = line.strip().lstrip("\ufeff")  # a byte-order mark is the validator's to name, not a format
             if s and not s.startswith(";"):
                 first = s
                 break

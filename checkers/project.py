@@ -30,11 +30,13 @@ from checkers.queue import ABORTED_READ, DUPLICATE, INCONSISTENT_OFFSETS, LOST_W
 from checkers.queue_log import QUEUE_LOG
 from checkers.register import REGISTER
 from checkers.registration import DEFAULT_MARGIN_MS, RegistrationEpochs, RegistrationLiveness
-from checkers.result import Result, compose
+from checkers.result import UNKNOWN, Result, compose
 from checkers.zxid_project import ZxidRealtime, ZxidReplay, ZxidSession
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from history import Scan
 
 MODEL = "epoch-fencing"
 
@@ -80,8 +82,11 @@ def select(names: Sequence[str] | None, margin_ms: int | None = None) -> tuple[C
 def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], SparkSession] | None = None,
                     names: Sequence[str] | None = None, margin_ms: int | None = None,
                     local: bool = False, timings: dict[str, float] | None = None,
-                    cancelled: Callable[[], bool] | None = None) -> dict[str, Result]:
+                    cancelled: Callable[[], bool] | None = None, skip_damaged: bool = False) -> dict[str, Result]:
     """{path: composed result} of the named checkers (all for None) over each history.
+
+    A damaged line (``history.validate``) is a ``UsageError`` naming file and line. With
+    ``skip_damaged`` it is left out instead (``damage``), and its history's verdict is ``unknown``.
 
     ``timings``, when given, receives the seconds each step took: ``session`` (getting the
     SparkSession), ``load`` (reading and projecting the histories) and one entry per checker, in
@@ -102,9 +107,10 @@ def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], 
     if local and all(c.local for c in selected):
         from checkers.rows import load_rows
 
+        damaged: dict[str, Scan] = {}
         with _timed(timings, "load"):
-            rows, counts = load_rows(paths, reads)
-        return _compose(selected, Events(paths, selected, rows=rows), counts, timings, cancelled)
+            rows, counts = load_rows(paths, reads, skip_damaged=skip_damaged, damaged=damaged)
+        return damage(_compose(selected, Events(paths, selected, rows=rows), counts, timings, cancelled), damaged)
     from checkers import events_df
     from checkers.spark import generated_code
 
@@ -112,10 +118,10 @@ def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], 
         spark_session = session(spark)
     with generated_code(spark_session, large=not events_df.small_input(paths)):
         with _timed(timings, "load"):
-            loaded = events_df.load(spark_session, paths, reads)
+            loaded = events_df.load(spark_session, paths, reads, skip_damaged=skip_damaged)
         try:
-            return _compose(selected, Events(paths, selected, frame=loaded.frame, small=loaded.small), loaded.counts,
-                            timings, cancelled)
+            return damage(_compose(selected, Events(paths, selected, frame=loaded.frame, small=loaded.small),
+                                   loaded.counts, timings, cancelled), loaded.damaged)
         finally:
             loaded.release()
 
@@ -150,6 +156,24 @@ def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, in
             per[c.name] = c.check(events)
     return {p: compose({name: r[p] for name, r in per.items()}, events=counts.get(p, 0), model=MODEL)
             for p in events.paths}
+
+
+def damage(results: dict[str, Result], damaged: dict[str, Scan]) -> dict[str, Result]:
+    """``results`` with each history's skipped damaged lines in its stats (``damaged_lines``, the
+    first few ``damaged``) and its verdict ``unknown``: what the checkers did not read might have
+    held an anomaly, and its absence can make one (a skipped registration leaves its znode looking
+    unclaimed), so neither valid nor invalid can rest on the rest. The anomalies found stay listed,
+    and each checker's own result (``checkers``) is what it said of the events it read."""
+    for path, scan in damaged.items():
+        r = results.get(path)
+        if r is None:
+            continue
+        r["stats"]["damaged_lines"] = scan.damaged_total
+        r["stats"]["damaged"] = scan.problems()
+        r["valid"] = UNKNOWN
+        r["stats"]["unknown_reason"] = (f"{scan.damaged_total} damaged line(s) skipped: the checkers did not read "
+                                        "every event, and a skipped one could explain or hide an anomaly")
+    return results
 
 
 WARM_UP_HISTORY = TRAINED_ON  # the class-data-sharing archive is trained on this warm-up

@@ -33,7 +33,7 @@ from typing import Any
 
 from checkers.models import PartitionLog
 from checkers.ops import UNKNOWN, Op
-from checkers.wgl_workload import Row, WorkloadLinearizable
+from checkers.wgl_workload import Row, Undecided, WorkloadLinearizable
 
 NAME = "queue_linearizable"
 READS = {"send": ("acks", "offset", "partition", "topic", "value"),
@@ -41,24 +41,39 @@ READS = {"send": ("acks", "offset", "partition", "topic", "value"),
          "final_read": ("offsets", "partition", "topic", "values")}
 
 
-def _records(done: Row) -> tuple[tuple[int, Any], ...]:
+def _records(done: Row) -> tuple[tuple[int, Any], ...] | None:
+    """(offset, value) pairs a read returned; None when they cannot be paired (not arrays of the same length)."""
     values = done.get("v_values")
-    values = json.loads(values) if isinstance(values, str) else values or []
-    return tuple(zip((int(o) for o in done.get("v_offsets") or []), values, strict=False))
+    values = json.loads(values) if isinstance(values, str) else values
+    offsets = done.get("v_offsets")
+    if not isinstance(values, list) or offsets is None or len(offsets) != len(values) or None in offsets:
+        return None
+    return tuple(zip((int(o) for o in offsets), values, strict=True))
 
 
-def queue_op(inv: Row, done: Row | None) -> tuple[str, Any, Any] | None:
+def queue_op(inv: Row, done: Row | None) -> tuple[str, Any, Any] | Undecided | None:
     typ = done["type"] if done is not None else "info"
+    if inv["v_topic"] is None or inv["v_partition"] is None:  # no partition to place it in
+        return Undecided(f"a {inv['f']} of no topic-partition: left out", fatal=inv["f"] == "send")
     key = f"{inv['v_topic']}-{inv['v_partition']}"
     if inv["f"] == "send":
         if typ == "fail":
             return None
-        acks_all = str(inv.get("v_acks") or "").strip().lower() in ("all", "-1")
+        if inv["v_value"] is None:  # a send nobody can tell from another could explain any read
+            return Undecided("a send with no value: left out", fatal=True)
+        acks = inv.get("v_acks")
+        acks_all = str(acks or "").strip().lower() in ("all", "-1")
         ok = typ == "ok" and done is not None and done.get("v_offset") is not None and acks_all
-        return "send", ("send", key, inv["v_value"]), int(done["v_offset"]) if ok and done else UNKNOWN
+        op = "send", ("send", key, inv["v_value"]), int(done["v_offset"]) if ok and done else UNKNOWN
+        if typ == "ok" and not ok and (acks is None or (acks_all and done is not None)):
+            return Undecided(f"an acknowledged send without its {'acks' if acks is None else 'offset'}: searched as of "
+                             "unknown outcome", op=op)
+        return op
     if typ != "ok" or done is None:
         return None
     records = _records(done)
+    if records is None:  # read as empty it would be a claim: that the log held nothing there
+        return Undecided(f"a {inv['f']} whose records are missing or do not pair offsets with values: left out")
     if inv["f"] == "poll":
         start = done.get("v_offset")
         start = records[0][0] if start is None and records else start

@@ -25,7 +25,7 @@ from typing import Any
 
 from checkers.models import VersionedRegister
 from checkers.ops import UNKNOWN, Op
-from checkers.wgl_workload import Row, WorkloadLinearizable
+from checkers.wgl_workload import Row, Undecided, WorkloadLinearizable
 
 NAME = "register_linearizable"
 KINDS = {"reg_read": "read", "reg_write": "write", "reg_cas": "cas"}
@@ -34,7 +34,7 @@ READS = {"reg_read": ("key", "mode", "server", "value", "version"),
          "reg_cas": ("error", "expected", "key", "server", "value", "version")}
 
 
-def register_op(inv: Row, done: Row | None) -> tuple[str, Any, Any] | None:
+def register_op(inv: Row, done: Row | None) -> tuple[str, Any, Any] | Undecided | None:
     f = KINDS[inv["f"]]
     typ = done["type"] if done is not None else "info"
     src = done if done is not None else inv
@@ -42,13 +42,29 @@ def register_op(inv: Row, done: Row | None) -> tuple[str, Any, Any] | None:
         return None  # certainly did not happen
     if typ == "info" and f == "read":
         return None  # changed nothing
-    value = inv["v_value"]
-    arg = None if f == "read" else value if f == "write" else (src.get("v_expected"), value)
-    if typ == "ok":
-        out: Any = (src["v_value"], src["v_version"]) if f == "read" else src["v_version"]
-    else:
-        out = False if typ == "fail" else UNKNOWN
-    return f, (f, inv["v_key"], arg), out
+    key, value = inv["v_key"], inv["v_value"]
+    if key is None or (f != "read" and value is None):  # a write nobody can place could explain any read
+        what = "no key" if key is None else "no value"
+        return Undecided(f"a {f} with {what}: left out", fatal=f != "read")
+    expected = src.get("v_expected")
+    if typ == "fail":  # a cas's BadVersion: it changed nothing
+        if expected is None:
+            return Undecided("a failed cas without its expected version: left out")
+        return f, (f, key, (expected, value)), False
+    arg = None if f == "read" else value if f == "write" else (expected, value)
+    if typ != "ok":
+        return f, (f, key, arg), UNKNOWN
+    version = src["v_version"]
+    as_write = f == "cas" and expected is None  # it succeeded: it set the value, whatever it expected
+    if version is None:
+        if f == "read":
+            return Undecided("a read without its version: left out")
+        return Undecided(f"an acknowledged {f} without its new version: searched as of unknown outcome",
+                         op=("write", ("write", key, value), UNKNOWN) if as_write else (f, (f, key, arg), UNKNOWN))
+    if as_write:
+        return Undecided("an acknowledged cas without its expected version: searched as a write",
+                         op=("write", ("write", key, value), version))
+    return f, (f, key, arg), (src["v_value"], version) if f == "read" else version
 
 
 def _done_before(o: Op, key: str, before: float) -> bool:

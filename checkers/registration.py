@@ -71,12 +71,14 @@ class RegistrationEpochs:
         undecided: list[str] = []
         unconfirmed = 0
         prev: Row | None = None
-        seen = [o for o in _observed(rows) if o["v_exists"]]
+        undecided += _unreadable_observations(broker, rows, context)
+        seen = [o for o in _observed(rows) if o["v_exists"] and o["v_czxid"] is not None and o["v_owner"] is not None]
         regs = [r for r in _agent(rows) if _ok(r)]
         for ev in regs:
             epoch, session = ev["v_epoch"], ev["v_session_id"]
-            if epoch is None:
-                undecided.append(f"broker {broker}: registration {ev['id']} carries no epoch")
+            if epoch is None or session is None:
+                undecided.append(f"broker {broker}: registration {ev['id']} carries no "
+                                 f"{'epoch' if epoch is None else 'session_id'}")
                 continue
             if ev["v_czxid"] is not None and ev["v_czxid"] != epoch:
                 out.append(anomaly(self.name, f"broker {broker} registered epoch {epoch} but the znode czxid "
@@ -154,14 +156,18 @@ class RegistrationLiveness:
         starts = [r for r in agent if r["f"] == "agent_start"]
         t_ms = starts[0]["v_session_timeout_ms"] if starts else None
         anomalies: list[dict[str, Any]] = []
+        # an event it cannot read could be the one that decides: undecided, before anything is judged
+        unreadable = _unreadable_observations(broker, rows, context) + _unreadable_life(agent, context)
         why: str | None = None
-        if run_end is None:
+        if unreadable:
+            why = unreadable[0]
+        elif run_end is None:
             why = "no run_end event: the history was cut short"
         elif t_ms is None:
             why = f"broker {broker}: session timeout unknown (no agent_start)"
         else:
             anomalies, why = self._timed(broker, agent, observed, heal, run_end, t_ms)
-        if not anomalies:
+        if not anomalies and not unreadable:
             anomalies = self._at_end(broker, agent, observed, run_end)
         return LivenessPartial(broker, anomalies, why, t_ms, heal["id"] if heal else None)
 
@@ -238,6 +244,28 @@ class RegistrationLiveness:
         return result(valid, an, margin_ms=self.margin_ms,
                       session_timeout_ms={p.broker: p.session_timeout_ms for p in partials},
                       last_heal=next((p.last_heal for p in partials if p.last_heal), None), undecided=undecided)
+
+
+def _unreadable_observations(broker: int, rows: list[Row], context: list[Row]) -> list[str]:
+    """Observer events that lack what a registration check reads: whether the znode exists and, when
+    it does, its czxid and owner; or which broker they are about (such an event is in every broker's
+    context). Missing is not absent: a checker that read them as "no znode" would invent anomalies."""
+    out = [f"observer event {o['id']} names no broker" for o in context if o["f"] == "broker_znode"]
+    for o in _observed(rows):
+        if o["v_exists"] is None or (o["v_exists"] and (o["v_czxid"] is None or o["v_owner"] is None)):
+            out.append(f"broker {broker}: observer event {o['id']} lacks exists, czxid or owner")
+    return out
+
+
+def _unreadable_life(agent: list[Row], context: list[Row]) -> list[str]:
+    """Events the liveness windows read whose deciding fields are missing: a registration without its
+    epoch or session, a session change without its state, a nemesis op without its phase or stage."""
+    out = [f"registration {r['id']} carries no epoch or session_id" for r in agent
+           if _ok(r) and (r["v_epoch"] is None or r["v_session_id"] is None)]
+    out += [f"session event {r['id']} carries no state" for r in agent if r["f"] == "session" and r["v_state"] is None]
+    out += [f"nemesis event {r['id']} carries no phase or stage" for r in context
+            if r["src"] == "nemesis" and (r.get("v_phase") is None or r.get("v_stage") is None)]
+    return out
 
 
 def _lost(ev: Row) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from base.errors import UsageError
 from checkers.checker import Reads, field_types
-from history import HistoryFormatError, read_records
+from history import HistoryFormatError, Scan, scan_lines
 
 _AGENT = re.compile(r"agent:(\d+)")
 _LONG = (-(1 << 63), (1 << 63) - 1)
@@ -31,22 +31,27 @@ def check_paths(paths: Sequence[str]) -> None:
             raise UsageError(f"{p}: no such history")
 
 
-def load_rows(paths: Sequence[str], reads: Reads) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """(rows of the kinds read, events per history)."""
+def load_rows(paths: Sequence[str], reads: Reads, *, skip_damaged: bool = False,
+              damaged: dict[str, Scan] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """(rows of the kinds read, events per history), read by the history's validator
+    (``history.validate``, as the Spark loader does). A damaged line is a ``UsageError`` naming file
+    and line; with ``skip_damaged`` it is left out, and ``damaged`` receives the ``Scan`` of each
+    history that had one."""
     check_paths(paths)
     types = field_types(reads)
     rows: list[dict[str, Any]] = []
     counts: dict[str, int] = {}
     for p in paths:
-        n = 0
+        scan = Scan(str(p))
         try:
-            for rec in read_records(p):
-                n += 1
+            for _, rec in scan_lines(p, scan, skip=skip_damaged):
                 if rec["f"] in reads:
                     rows.append(row(str(p), rec, types))
         except HistoryFormatError as e:
             raise UsageError(f"{e} (see docs/events.md)") from None
-        counts[str(p)] = n
+        counts[str(p)] = scan.events
+        if scan.damaged_total and damaged is not None:
+            damaged[str(p)] = scan
     return rows, counts
 
 

@@ -20,12 +20,28 @@ from typing import Any
 from checkers.checker import Events, Reads
 from checkers.models import Model
 from checkers.ops import OPEN, UNKNOWN, Op, short
+from checkers.result import UNKNOWN as UNKNOWN_VERDICT
 from checkers.result import Result, anomaly, result
 from history.ops import pair_operations
 
 Row = dict[str, Any]
-# (invoke row, completion row or None) → (f, model input, output) or None to leave the op out
-ToOp = Callable[[Row, Row | None], tuple[str, Any, Any] | None]
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """What ``to_op`` returns for an op whose events lack a field it needs (missing: the loader
+    refuses a wrong-typed one): ``op`` is what can still be searched without it (made open, or None
+    to leave it out), ``why`` is said in the result. The verdict is then never valid; and when
+    ``op`` is not such a weakening (a write left out could make a read of its value look
+    impossible), never invalid either (``fatal``)."""
+
+    why: str
+    op: tuple[str, Any, Any] | None = None
+    fatal: bool = False
+
+
+# (invoke row, completion row or None) → (f, model input, output), None to leave the op out, or Undecided
+ToOp = Callable[[Row, Row | None], "tuple[str, Any, Any] | Undecided | None"]
 # every op of one history → the ops to search: a workload may pin down what its other ops already
 # determine (an open op's only possible outcome, or that it cannot have taken effect); it must not
 # change the verdict, only the work
@@ -35,21 +51,40 @@ Explain = Callable[[list[Op], Op, Callable[[Op], str]], tuple[str, list[Op]]]
 BUDGET_SECONDS = 30.0  # CPU seconds per part
 
 
-def history_ops(rows: Iterable[Row], kinds: Iterable[str], to_op: ToOp) -> tuple[list[Op], dict[int, str]]:
-    """One history's ops of ``kinds`` (rows: envelope + ``v_<field>``), and ``idx`` → event id."""
+@dataclass
+class HistoryOps:
+    ops: list[Op]
+    ids: dict[int, str]  # idx → event id
+    undecided: list[Undecided]  # with the event ids in ``why``
+
+
+def history_ops(rows: Iterable[Row], kinds: Iterable[str], to_op: ToOp) -> HistoryOps:
+    """One history's ops of ``kinds`` (rows: envelope + ``v_<field>``), ``idx`` → event id, and what
+    could not be read whole. Without ``index`` (``idx`` null) no op has a place on the clock: every
+    op is undecided."""
     wanted = set(kinds)
-    rows = sorted((r for r in rows if r["f"] in wanted), key=lambda r: r["idx"])
+    rows = [r for r in rows if r["f"] in wanted]
+    if any(r["idx"] is None for r in rows):
+        why = Undecided(f"{next(r['id'] for r in rows if r['idx'] is None)} has no index: no order of the ops",
+                        fatal=True)
+        return HistoryOps([], {}, [why])
+    rows = sorted(rows, key=lambda r: r["idx"])
     ids = {int(r["idx"]): r["id"] for r in rows}
     ops: list[Op] = []
+    undecided: list[Undecided] = []
     for inv, done in pair_operations(rows, lambda r: (r.get("src"), r["process"]), lambda r: r["type"]):
         got = to_op(inv, done)
+        if isinstance(got, Undecided):
+            cite = " and ".join(r["id"] for r in (inv, done) if r is not None)
+            undecided.append(Undecided(f"{cite}: {got.why}", got.op, got.fatal))
+            got = got.op
         if got is None:
             continue
         f, inp, out = got
         ret_line = int(done["idx"]) if done is not None else 0
         ret = OPEN if out is UNKNOWN else float(ret_line)
         ops.append(Op(len(ops), inv["process"], f, inp, out, float(inv["idx"]), ret, int(inv["idx"]), ret_line))
-    return ops, ids
+    return HistoryOps(ops, ids, undecided)
 
 
 def as_is(ops: list[Op]) -> list[Op]:
@@ -87,7 +122,7 @@ class WorkloadLinearizable:
             spark = events.frame.sparkSession
         histories = {p: history_ops(by.get(p, []), self.reads, self.to_op) for p in events.paths}
         model = self.model()
-        todo = [(p, self.prepare(ops), model) for p, (ops, _) in histories.items() if ops]
+        todo = [(p, self.prepare(h.ops), model) for p, h in histories.items() if h.ops]
         checked: dict[str, Result] = {}
         if todo:
             from checkers.linearizability import check_histories
@@ -96,10 +131,11 @@ class WorkloadLinearizable:
                                       budget_steps=self.budget_steps)
         return {p: self._result(histories[p], checked.get(p)) for p in events.paths}
 
-    def _result(self, got: tuple[list[Op], dict[int, str]], checked: Result | None) -> Result:
-        ops, ids = got
+    def _result(self, got: HistoryOps, checked: Result | None) -> Result:
+        ops, ids = got.ops, got.ids
+        said = {"undecided": [u.why for u in got.undecided][:20]} if got.undecided else {}
         if checked is None:
-            return result(True, [], **{self.count: 0})
+            return result(UNKNOWN_VERDICT if said else True, [], **{self.count: 0}, **said)
 
         def describe(op: Op) -> str:
             out = "?" if op.output is UNKNOWN else short(op.output)
@@ -120,7 +156,10 @@ class WorkloadLinearizable:
             keys = {k: v for k, v in a.items() if k not in ("checker", "message", "event_ids")}
             anomalies.append(anomaly(self.name, msg, cited, **keys))
         s = checked["stats"]
-        return result(checked["valid"], anomalies, **{self.count: len(ops)}, keys=s.get("parts"),
+        valid = checked["valid"]
+        if got.undecided and (valid is True or any(u.fatal for u in got.undecided)):
+            valid = UNKNOWN_VERDICT  # what could not be read could have explained, or hidden, an anomaly
+        return result(valid, anomalies, **{self.count: len(ops)}, **said, keys=s.get("parts"),
                       keys_unknown=s.get("parts_unknown"), steps=s.get("steps"),
                       engine=s.get("engine"), by_kind=_counts(ops))
 

@@ -6,20 +6,18 @@ node), so agents and the control node write the same line format with the same c
 ``history.kinds`` is the event contract: every kind and value field, declared once.
 """
 
-from history.events import (
-    OP_TYPES,
-    Event,
-    EventWriter,
+from history.events import OP_TYPES, Event, EventWriter, merge, read_events, write_history
+from history.validate import (
     HistoryFormatError,
+    Scan,
     has_torn_tail,
-    merge,
     parse_record,
-    read_events,
     read_records,
-    write_history,
+    scan_file,
+    scan_lines,
 )
 
 __all__ = [
     "OP_TYPES", "Event", "EventWriter", "HistoryFormatError", "has_torn_tail", "merge", "parse_record", "read_events",
-    "read_records", "write_history",
+    "read_records", "Scan", "scan_file", "scan_lines", "write_history",
 ]

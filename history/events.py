@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
-OP_TYPES = ("invoke", "ok", "fail", "info", "event")
+from history.kinds import OP_TYPES
+from history.validate import read_records
 
 
 @dataclass(slots=True)
@@ -156,73 +157,13 @@ def _last_seq(path: Path) -> int:
     return 0
 
 
-class HistoryFormatError(ValueError):
-    """A history line that is not a valid event; the message names file and line."""
-
-
-# Every line carries these; the rest of the envelope (run, t_mono, process, id, index) is optional.
-ENVELOPE_REQUIRED = ("src", "seq", "t_wall", "type", "f")
-
-
-def parse_record(line: str) -> dict[str, Any]:
-    """One history line as a dict, if its envelope is valid (``ValueError`` says why not). This is
-    the one definition of a valid line: ``read_records`` and the Spark loader both use it."""
-    d = json.loads(line)
-    if not isinstance(d, dict):
-        raise ValueError("not a JSON object")
-    missing = [k for k in ENVELOPE_REQUIRED if d.get(k) is None]
-    if missing:
-        raise ValueError(f"missing {', '.join(missing)}")
-    if not isinstance(d["seq"], int) or isinstance(d["seq"], bool):
-        raise ValueError(f"seq must be an integer, not {d['seq']!r}")
-    if not isinstance(d["t_wall"], int | float) or isinstance(d["t_wall"], bool):
-        raise ValueError(f"t_wall must be a number, not {d['t_wall']!r}")
-    if not all(isinstance(d[k], str) for k in ("src", "type", "f")):
-        raise ValueError("src, type and f must be strings")
-    if not isinstance(d.get("t_mono", 0), int) or not isinstance(d.get("value") or {}, dict):
-        raise ValueError("t_mono must be an integer and value an object")
-    return d
-
-
-def read_records(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = True) -> Iterator[dict[str, Any]]:
-    """Yield each line of a JSONL history as a dict (``parse_record``). A torn final line (a crash
-    mid-write: no newline, not a valid event) is skipped; any other bad line raises
-    ``HistoryFormatError`` naming ``file:line``."""
-    p = Path(path)
-    with open(p, "rb") as fh:  # decoded line by line: bytes that are not UTF-8 are that line's error
-        lines = fh.readlines()
-    for lineno, raw in enumerate(lines, 1):
-        try:
-            line = raw.decode("utf-8").strip()
-            if not line:
-                continue
-            record = parse_record(line)
-        except ValueError as e:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
-            if tolerate_torn_tail and lineno == len(lines) and not lines[-1].endswith(b"\n"):
-                return
-            raise HistoryFormatError(f"{p}:{lineno}: not a valid event: {e}") from e
-        yield record
-
-
-def read_events(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = True) -> Iterator[Event]:
-    """Yield events from a JSONL file (``read_records``): a torn final line is skipped."""
-    for d in read_records(path, tolerate_torn_tail=tolerate_torn_tail):
+def read_events(path: str | os.PathLike[str]) -> Iterator[Event]:
+    """Yield events from a source's JSONL file: the envelope validated (``history.validate``), a torn
+    final line skipped. Value fields and repeated ids are not judged here: this is how a run's
+    per-source files are collected into its history, which must keep every line recorded; the
+    check judges the merged history whole (``read_records``) and names what is damaged."""
+    for d in read_records(path, values=False, unique=False):
         yield Event.from_dict(d)
-
-
-def has_torn_tail(path: str | os.PathLike[str]) -> bool:
-    """Whether the file ends with a torn line: one ``read_records`` skips. Reads only the tail."""
-    tail = _tail(path)
-    if b"\n" not in tail and os.path.getsize(path) > len(tail):  # a last line longer than the window
-        tail = Path(path).read_bytes()
-    if not tail or tail.endswith(b"\n"):
-        return False
-    last = tail.rsplit(b"\n", 1)[-1].decode("utf-8", "replace").strip()
-    try:
-        parse_record(last)
-    except ValueError:
-        return bool(last)
-    return False
 
 
 def merge(sources: Iterable[Iterable[Event]]) -> list[Event]:

@@ -26,6 +26,9 @@ TYPES: Mapping[str, str] = MappingProxyType({
     "int_map": "MAP<STRING,BIGINT>", "str_map": "MAP<STRING,STRING>",
 })
 
+# An event's ``type``: Jepsen's op types (``info``: outcome unknown), or ``event`` for a plain event.
+OP_TYPES = ("invoke", "ok", "fail", "info", "event")
+
 # Sources (the ``src`` of an event): ``agent:<broker id>``, ``client`` (workload clients; a client
 # built with its own writer uses that writer's src), and the four singletons.
 AGENT, CLIENT, OBSERVER, NEMESIS, HARNESS, ZKPROXY = "agent", "client", "observer", "nemesis", "harness", "zkproxy"
@@ -71,7 +74,7 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "held_requests_dropped": "json", "to": "json", "healed": "json", "refused": "json", "noop": "bool",
     "ended": "strs",
     # ZooKeeper wire proxy
-    "conn": "int", "upstream": "str", "upstream_local": "str", "listener": "str", "client": "str",
+    "conn": "int", "upstream": "str", "upstream_local": "str", "listener": "int", "client": "str",
     "dir": "str", "bytes": "int", "xid": "int", "op_name": "str", "sub_ops": "json", "err": "int",
     "action": "str", "rule_id": "str", "held_ms": "float", "p_draw": "float", "req_seq": "int",
     "multi_errs": "json", "multi_failed": "bool", "created_paths": "json",

@@ -31,6 +31,17 @@ def single_registrant(ev: DataFrame) -> DataFrame:
                               "b", "v_session_id", "v_owner"), f.array("id"), broker=f.col("b"))
     # Two sessions claim one epoch when its smallest and largest session differ: a cheap aggregate over
     # every claim; only the claims of such epochs are collected, to name their sessions and events.
+    # A claim or an observation missing what this pairs by cannot be paired: unknown, never an anomaly
+    # (a claim with no epoch would make the znode it created look unclaimed).
+    incomplete = r.filter(f.col("v_epoch").isNull() | f.col("v_session_id").isNull() | f.col("b").isNull())
+    a0 = anom(incomplete, fmt("cannot judge broker %s's registration: its epoch or session_id is missing", "b"),
+              f.array("id"), verdict="unknown", broker=f.col("b"))
+    znodes = ev.filter(f.col("f") == "broker_znode")
+    unread = znodes.filter(f.col("v_exists").isNull() | (f.col("v_exists") & (
+        f.col("v_owner").isNull() | f.col("v_czxid").isNull() | f.col("v_broker_id").isNull())))
+    a4 = anom(unread, fmt("cannot judge the observer's read of broker %s: whether the znode exists, its czxid, owner "
+                          "or broker is missing", "v_broker_id"), f.array("id"), verdict="unknown")
+    r = r.filter(f.col("v_epoch").isNotNull() & f.col("v_session_id").isNotNull() & f.col("b").isNotNull())
     shared = (
         r.groupBy("hist", "b", "v_epoch").agg(f.min("v_session_id").alias("lo"), f.max("v_session_id").alias("hi"))
         .filter(f.col("lo") < f.col("hi"))
@@ -44,7 +55,8 @@ def single_registrant(ev: DataFrame) -> DataFrame:
     )
     a2 = anom(dup, fmt("broker %s: %s sessions claim the same epoch %s", "b", "n", "v_epoch"),
                f.slice("ids", 1, 20), broker=f.col("b"), epoch=f.col("v_epoch"))
-    obs = ev.filter((f.col("f") == "broker_znode") & f.col("v_exists") & f.col("v_owner").isNotNull()).select(
+    obs = znodes.filter(f.col("v_exists") & f.col("v_owner").isNotNull() & f.col("v_czxid").isNotNull()
+                        & f.col("v_broker_id").isNotNull()).select(
         "hist", "id", f.col("v_broker_id").alias("b"), f.col("v_czxid").alias("cz"), f.col("v_owner").alias("ow")
     )
     claims = r.select("hist", "b", f.col("v_epoch").alias("cz"), f.col("v_session_id").alias("ow"))
@@ -57,9 +69,10 @@ def single_registrant(ev: DataFrame) -> DataFrame:
         "hist", broker().alias("b")
     )
     unclaimed = unclaimed.join(unlearnt, ["hist", "b"], "left_anti")
+    unclaimed = unclaimed.join(incomplete.select("hist", "b"), ["hist", "b"], "left_anti")  # a0 says why
     a3 = anom(unclaimed, fmt("observer saw broker %s registered (czxid %s, owner %s) by no claimant",
                                   "b", "cz", "ow"), f.array("id"), broker=f.col("b"))
-    return a1.unionByName(a2).unionByName(a3)
+    return a1.unionByName(a2).unionByName(a3).unionByName(a0).unionByName(a4)
 
 
 # 7 --------------------------------------------------------------------------------------------------

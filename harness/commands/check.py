@@ -2,7 +2,9 @@
 
 Reference histories (Porcupine etcd/kv, Knossos EDN) go through the WGL linearizability checker;
 project histories (``history.jsonl``, see docs/events.md) through every project-history checker
-(``checkers.project.check_histories``, the entry point the run engine uses too). All paths share
+(``checkers.project.check_histories``, the entry point the run engine uses too). A project history
+with a damaged line (``history.validate``) is bad input, named ``FILE:LINE: reason``; with
+``--skip-damaged`` its damaged lines are left out and counted, and its verdict is unknown. All paths share
 one SparkSession and all reference histories one Spark job. Exit: 0 all valid, 1 any invalid, 2 any unknown and
 none invalid, 254 bad input.
 """
@@ -45,6 +47,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--parquet", metavar="OUT", help="also write the project events as Parquet under OUT")
     p.add_argument("--junit", metavar="FILE",
                    help="also write JUnit XML: a testsuite per path, a testcase per checker, anomalies as failures")
+    p.add_argument("--skip-damaged", action="store_true",
+                   help="leave out a project history's damaged lines (counted in its stats as damaged_lines) "
+                        "instead of refusing the history; its verdict is then unknown (anomalies still listed)")
     p.add_argument("--no-server", action="store_true",
                    help="check in this process even when a check server (`harness check-server`) is running")
     p.set_defaults(func=run)
@@ -103,7 +108,7 @@ def _server_for(args: argparse.Namespace, fmts: list[str]) -> Any:
     from checkers.spark import resolve_master
     from harness import checkserver as server
 
-    if args.no_server or args.parquet or not all(f == "jsonl" or args.local for f in fmts):
+    if args.no_server or args.parquet or args.skip_damaged or not all(f == "jsonl" or args.local for f in fmts):
         return None
     st = server.read_state()
     if st is None or st.master != resolve_master(args.spark_master):
@@ -180,8 +185,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             from checkers.project import check_histories
 
-            results.update(_check_project(jsonl, lambda paths: check_histories(paths, spark=spark), len(args.paths),
-                                          skipped))
+            results.update(_check_project(
+                jsonl, lambda paths: check_histories(paths, spark=spark, skip_damaged=args.skip_damaged),
+                len(args.paths), skipped))
     wall = time.monotonic() - t0
 
     rows = list(skipped)

@@ -16,6 +16,7 @@ import pytest
 
 from checkers.project import CHECKER_NAMES, check_histories
 from checkers.testing import EventLog
+from harness.errors import UsageError
 
 pytestmark = pytest.mark.integration
 S1, S2 = 0x100, 0x101
@@ -74,8 +75,8 @@ def c3(log: EventLog, bad: bool) -> None:
 def c4(log: EventLog, bad: bool) -> None:
     registered(log)
     recv = dict(kind="LeaderAndIsr", outcome="applied", error_code=0, own_epoch=E2)
-    log.emit("agent:1", "control_recv", process=1, request_id=1, controller_epoch=3, broker_epoch=E2, **recv)
-    log.emit("agent:1", "control_recv", process=1, request_id=2, controller_epoch=2 if bad else 3,
+    log.emit("agent:1", "control_recv", process=1, request_id="1", controller_epoch=3, broker_epoch=E2, **recv)
+    log.emit("agent:1", "control_recv", process=1, request_id="2", controller_epoch=2 if bad else 3,
              broker_epoch=E2, **recv)
 
 
@@ -84,7 +85,7 @@ def c4b(log: EventLog, bad: bool) -> None:
     read yet) is the bug; rejecting one older than its own is KIP-380 fencing."""
     if not bad:
         registered(log, epoch=E2)
-    log.emit("agent:1", "control_recv", process=1, request_id=1, kind="LeaderAndIsr", outcome="rejected",
+    log.emit("agent:1", "control_recv", process=1, request_id="1", kind="LeaderAndIsr", outcome="rejected",
              controller_epoch=3, max_controller_epoch_seen=3, max_broker_epoch=-1,
              **(dict(error_code=-1, broker_epoch=E2, own_epoch=None) if bad else
                 dict(error_code=77, broker_epoch=E1, own_epoch=E2)))
@@ -95,7 +96,7 @@ def c4b(log: EventLog, bad: bool) -> None:
 def c5(log: EventLog, bad: bool) -> None:
     log.emit("agent:1", "controller_elected", process=1, broker_id=1, controller_epoch=1, epoch_zk_version=0)
     log.emit("agent:2", "controller_elected", process=2, broker_id=2, controller_epoch=2, epoch_zk_version=1)
-    log.emit("agent:1", "control_send", process=1, request_id=7, kind="UpdateMetadata", target=2,
+    log.emit("agent:1", "control_send", process=1, request_id="7", kind="UpdateMetadata", target=2,
              controller_epoch=2 if bad else 1, broker_epoch=E1, epoch_map={}, full=True, partitions=[])
 
 
@@ -108,15 +109,15 @@ def c6(log: EventLog, bad: bool) -> None:
 def c7(log: EventLog, bad: bool) -> None:
     a = "agent:1"
     log.emit(a, "broker_change", process=1, controller_epoch=1, live={"2": E2}, new=[], dead=[], bounced=[2])
-    log.emit(a, "control_send", process=1, request_id=1, kind="UpdateMetadata", target=2, controller_epoch=1,
+    log.emit(a, "control_send", process=1, request_id="1", kind="UpdateMetadata", target=2, controller_epoch=1,
              broker_epoch=E2, epoch_map={"2": E2}, full=True, partitions=[])
     if not bad:
-        log.emit(a, "control_send", process=1, request_id=2, kind="LeaderAndIsr", target=2, controller_epoch=1,
+        log.emit(a, "control_send", process=1, request_id="2", kind="LeaderAndIsr", target=2, controller_epoch=1,
                  broker_epoch=E2, epoch_map={"2": E2}, full=False, partitions=[["t", 0]])
 
 
 def c8(log: EventLog, bad: bool) -> None:
-    log.emit("agent:1", "controlled_shutdown_handled", process=1, request_id=5, broker_id=2, broker_epoch=E1,
+    log.emit("agent:1", "controlled_shutdown_handled", process=1, request_id="5", broker_id=2, broker_epoch=E1,
              cached_epoch=E2, outcome="rejected" if not bad else "handled", error_code=0,
              leader_moves=[["t", 0, 3]] if bad else [], stop_replicas=[])
 
@@ -176,18 +177,18 @@ def c10b(log: EventLog, bad: bool) -> None:
 
 
 def c11(log: EventLog, bad: bool) -> None:
-    log.emit("agent:1", "control_send", process=1, request_id=9, kind="LeaderAndIsr", target=2, controller_epoch=1,
+    log.emit("agent:1", "control_send", process=1, request_id="9", kind="LeaderAndIsr", target=2, controller_epoch=1,
              broker_epoch=-1, max_broker_epoch=E2, epoch_map={"2": E1 if bad else E2}, full=False, partitions=[])
-    log.emit("agent:2", "control_recv", process=2, request_id=9, kind="LeaderAndIsr", controller_epoch=1,
+    log.emit("agent:2", "control_recv", process=2, request_id="9", kind="LeaderAndIsr", controller_epoch=1,
              broker_epoch=-1, max_broker_epoch=E2, own_epoch=E2, outcome="applied", error_code=0)
 
 
 def c11b(log: EventLog, bad: bool) -> None:
     """Per-broker mode carries MaxBrokerEpoch -1: invariant 11 must not judge it (a real run's shape)."""
     mbe = E1 if bad else -1
-    log.emit("agent:1", "control_send", process=1, request_id=10, kind="UpdateMetadata", target=2,
+    log.emit("agent:1", "control_send", process=1, request_id="10", kind="UpdateMetadata", target=2,
              controller_epoch=1, broker_epoch=E2, max_broker_epoch=mbe, epoch_map={"2": E2}, full=True, partitions=[])
-    log.emit("agent:2", "control_recv", process=2, request_id=10, kind="UpdateMetadata", controller_epoch=1,
+    log.emit("agent:2", "control_recv", process=2, request_id="10", kind="UpdateMetadata", controller_epoch=1,
              broker_epoch=E2, max_broker_epoch=mbe, own_epoch=E2, outcome="applied", error_code=0)
 
 
@@ -365,17 +366,19 @@ def test_unresolvable_basis_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
 
 
 def test_a_fetch_id_naming_two_events_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
-    """A malformed history where two fetch lines share the id based_on_fetch names: the plan cannot
-    tell which fetch the expansion rested on, so it says unknown and why, never picks one."""
+    """A malformed history where two fetch lines share the id based_on_fetch names: the loader refuses
+    the second as a duplicate; skipped, the check cannot be valid. (The plan itself would say unknown
+    and why, never pick one: a second line of one id never reaches it now.)"""
     log = EventLog(run="9d")
     c9(log, False)
     p = log.write(tmp_path / "9d.jsonl")
     lines = p.read_text().splitlines()
     fetch = next(ln for ln in lines if '"f":"fetch"' in ln.replace(" ", ""))
     p.write_text("\n".join([*lines, fetch.replace(str(E2), str(E1))]) + "\n")
-    r = check_histories([str(p)], spark=spark, names=["isr_expansion"])[str(p)]["checkers"]["isr_expansion"]
-    assert r["valid"] == "unknown", r
-    assert "the id of 2 fetch events" in r["stats"]["unknown_reasons"][0]["message"], r
+    with pytest.raises(UsageError, match=f"{p}:{len(lines) + 1}: not a valid event: duplicate event id agent:"):
+        check_histories([str(p)], spark=spark, names=["isr_expansion"])
+    r = check_histories([str(p)], spark=spark, names=["isr_expansion"], skip_damaged=True)[str(p)]
+    assert r["valid"] == "unknown" and r["stats"]["damaged_lines"] == 1, r
 
 
 def test_expansion_without_its_request_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
@@ -394,16 +397,21 @@ def test_expansion_without_its_request_is_unknown(spark, tmp_path) -> None:  # n
 
 
 def test_malformed_fields_never_crash(spark, tmp_path) -> None:  # noqa: ANN001
-    """Wrong-typed or null values (the 'null' -> BIGINT ANSI crash) yield null fields, not an exception."""
+    """Wrong-typed values are damage (refused, or skipped and counted), null ones are read as null
+    (the 'null' -> BIGINT ANSI crash): never an exception, and an anomaly of intact events stands."""
     log = EventLog(run="junk")
     c9(log, True)
     log.emit("agent:1", "alter_partition_handled", process=1, request_id=None, topic="t", partition="zero",
              outcome="accepted", error_code=0, isr=None, partition_epoch="x", live={"3": "nope"})
     log.emit("agent:1", "broker_change", process=1, controller_epoch="1", live=None, bounced=["x"], dead=None)
     log.emit("agent:1", "control_send", process=1, kind="LeaderAndIsr", target="two", broker_epoch=None)
+    log.emit("agent:1", "control_send", process=1, kind="LeaderAndIsr", target=None, broker_epoch=None)
     p = str(log.write(tmp_path / "junk.jsonl"))
-    res = check_histories([p], spark=spark)[p]
-    assert res["checkers"]["isr_expansion"]["valid"] is False, res
+    with pytest.raises(UsageError, match=f"{p}:"):
+        check_histories([p], spark=spark)
+    res = check_histories([p], spark=spark, skip_damaged=True)[p]
+    assert res["checkers"]["isr_expansion"]["valid"] is False and res["stats"]["damaged_lines"] == 3, res
+    assert res["valid"] == "unknown" and res["anomalies"], res
 
 
 def test_each_plan_is_one_stage_on_run_sized_input(spark, paths) -> None:  # noqa: ANN001

@@ -1,6 +1,7 @@
 """One row extraction, two drivers: the Spark loader (``checkers.events_df``) and the plain reader
-(``checkers.rows``) give identical rows for every field any checker reads, including wrong-typed
-values, and the registration sweeps give identical verdicts driven by Spark and locally."""
+(``checkers.rows``) give identical rows for every field any checker reads, skip the same lines with
+wrong-typed values (``history.validate``: damage, never data), and the registration sweeps give
+identical verdicts driven by Spark and locally."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def registration(log: EventLog, *, reregister: bool) -> None:
 
 
 def wrong_types(log: EventLog) -> None:
-    """Every kind of mismatch PERMISSIVE from_json turns into null (or JSON text), field by field."""
+    """Every kind of mismatch the contract's types rule out (PERMISSIVE from_json would have turned each
+    into null or JSON text), and what it allows (a null field, any JSON where it says ``json``)."""
     log.emit("agent:2", "register", "ok", 2, broker_id=2, epoch="12", czxid=1.5, session_id=2**63, owner=-(2**63))
     log.emit("observer", "broker_znode", process=2, broker_id=2, exists="true", final=1, owner=None, mzxid=True)
     log.emit("harness", "run_end", live_brokers=[1, "x"])
@@ -74,11 +76,14 @@ def test_spark_loader_and_plain_reader_extract_identical_rows(spark, histories: 
     def key(r: dict) -> tuple:
         return (r["hist"], r["src"], r["seq"])
 
-    plain, counts = load_rows(histories, reads)
-    loaded = events_df.load(spark, histories, reads)
+    damaged: dict = {}
+    plain, counts = load_rows(histories, reads, skip_damaged=True, damaged=damaged)
+    loaded = events_df.load(spark, histories, reads, skip_damaged=True)
     try:
         on_spark = [r.asDict() for r in loaded.frame.collect()]
         assert loaded.counts == counts
+        assert {p: s.problems() for p, s in loaded.damaged.items()} == {p: s.problems() for p, s in damaged.items()}
+        assert list(damaged) == [histories[2]] and damaged[histories[2]].damaged_total == 7
     finally:
         loaded.release()
     plain.sort(key=key)
@@ -92,7 +97,7 @@ def test_spark_loader_and_plain_reader_extract_identical_rows(spark, histories: 
 
 def test_registration_sweeps_give_the_same_verdicts_on_spark_and_locally(spark, histories: list[str]) -> None:  # noqa: ANN001
     names = ["registration_epochs", "registration_liveness"]
-    local = check_histories(histories, names=names, local=True)
-    on_spark = check_histories(histories, names=names, spark=spark)
+    local = check_histories(histories, names=names, local=True, skip_damaged=True)
+    on_spark = check_histories(histories, names=names, spark=spark, skip_damaged=True)
     assert on_spark == local
     assert [local[p]["valid"] for p in histories] == [True, False, "unknown"]

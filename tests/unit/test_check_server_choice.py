@@ -21,7 +21,7 @@ from harness.commands import check as command
 
 
 def args(**kw: object) -> argparse.Namespace:
-    base = dict(no_server=False, parquet=None, local=False, spark_master=None)
+    base = dict(no_server=False, parquet=None, local=False, spark_master=None, skip_damaged=False)
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -43,6 +43,7 @@ def test_project_histories_go_to_the_server(running: server.ServerState) -> None
 @pytest.mark.parametrize("kw,fmts", [
     (dict(no_server=True), ["jsonl"]),
     (dict(parquet="out"), ["jsonl"]),
+    (dict(skip_damaged=True), ["jsonl"]),  # the server refuses damage: it takes no such option
     (dict(), ["jsonl", "knossos"]),  # a reference history on Spark: this process starts Spark anyway
     (dict(spark_master="spark://127.0.0.1:7077"), ["jsonl"]),  # another master than the server's
 ])

@@ -62,7 +62,7 @@ def rows(*specs: tuple[str, str, Any, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_rows_become_ops() -> None:
     base = {"topic": "q", "partition": 0}
-    got, ids = history_ops(rows(
+    h = history_ops(rows(
         ("send", "invoke", 0, {**base, "value": "a", "acks": "all"}),
         ("send", "ok", 0, {**base, "value": "a", "acks": "all", "offset": 0}),
         ("send", "invoke", 1, {**base, "value": "b", "acks": "1"}),
@@ -74,6 +74,7 @@ def test_rows_become_ops() -> None:
         ("final_read", "invoke", "final", {**base}),
         ("final_read", "info", "final", {**base}),  # a read that did not answer: left out
     ), READS, queue_op)
+    got, ids = h.ops, h.ids
     assert [(o.input, o.output, o.open) for o in got] == [
         (("send", "q-0", "a"), 0, False), (("send", "q-0", "b"), UNKNOWN, True),
         (("read", "q-0", 0), ((0, "a"), (1, "b")), False)]

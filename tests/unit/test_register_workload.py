@@ -104,7 +104,8 @@ def test_history_ops_pairs_invokes_and_completions_by_process() -> None:
         ("reg_cas", "fail", 2, {"key": "k0", "value": "b", "expected": 0, "error": "bad version"}),
         ("reg_read", "invoke", 3, {"key": "k0"}),  # never completed: a read changes nothing, dropped
     ])
-    ops, ids = history_ops(rows, KINDS, register_op)
+    h = history_ops(rows, KINDS, register_op)
+    ops, ids = h.ops, h.ids
     assert [(o.f, o.output, o.open) for o in ops] == [("write", UNKNOWN, True), ("read", ("a", 1), False),
                                                       ("cas", False, False)]
     assert ops[2].input == ("cas", "k0", (0, "b"))
