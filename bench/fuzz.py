@@ -65,6 +65,10 @@ SURFACES: dict[str, Surface] = {
                             "frames and garbage through the proxy process to a real ZooKeeper"),
     "control API": Surface("fuzz_wire:control_api", 10_000,
                            "raw HTTP requests to the proxy's control API handler on loopback"),
+    "history files": Surface("fuzz_history:history_files", 10_000,
+                             "real lines with one changed: refused on exactly that line, or read the same"),
+    "history check": Surface("fuzz_history:history_check", 200,
+                             "damaged histories through the real check on Spark: refused, or skipped and unknown"),
     # every command's flags, schedule, campaign and inventory files, EDN: bench/fuzz_inputs.py's table
     **{name: Surface(f"fuzz_inputs:{name}", 10_000, f"{name}: random and mutated input to the real parser")
        for name in INPUT_SURFACES},

@@ -36,52 +36,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from fuzzlib import Tally, WrongAcceptance  # noqa: E402 - bench/fuzz.py's bookkeeping
+
 from history import HistoryFormatError, read_records, scan_file  # noqa: E402
 from history.kinds import KINDS  # noqa: E402
-
-try:  # bench/fuzz.py's bookkeeping (bench/fuzzlib.py), where it exists
-    from fuzzlib import Tally, WrongAcceptance
-except ImportError:  # alone, without it: the same outcomes, counted the same way
-    import traceback
-    from dataclasses import dataclass, field
-
-    OUTCOMES = ("accepted", "refused", "crash", "hang", "wrong")
-
-    class WrongAcceptance(AssertionError):  # type: ignore[no-redef]
-        """The input is known invalid (or was misread) and was accepted."""
-
-    @dataclass
-    class Tally:  # type: ignore[no-redef]
-        counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
-        examples: list[str] = field(default_factory=list)
-        seconds: float = 0.0
-
-        @property
-        def inputs(self) -> int:
-            return sum(self.counts.values())
-
-        @property
-        def failures(self) -> int:
-            return self.counts["crash"] + self.counts["hang"] + self.counts["wrong"]
-
-        def add(self, outcome: str, example: str | None = None) -> None:
-            self.counts[outcome] += 1
-            if example is not None and outcome in ("crash", "hang", "wrong") and len(self.examples) < 5:
-                self.examples.append(f"{outcome}: {example[:300]}")
-
-        def judge(self, what: str, fn: Callable[[], str]) -> str:
-            t0 = time.monotonic()
-            try:
-                outcome = fn()
-            except WrongAcceptance as e:
-                self.add("wrong", f"{what}: {e}")
-                return "wrong"
-            except Exception as e:  # noqa: BLE001 - that is what a crash is
-                self.add("crash", f"{what}: {type(e).__name__}: {e} @ {traceback.format_exc(limit=-2)!r}")
-                return "crash"
-            outcome = "hang" if time.monotonic() - t0 > 5.0 else outcome
-            self.add(outcome, what if outcome == "hang" else None)
-            return outcome
 
 WARM_UP = Path(__file__).resolve().parents[1] / "checkers" / "warm_up.jsonl"
 HISTORY_LINES = 12  # lines per fuzzed history: the changed one somewhere among intact ones
@@ -273,8 +231,7 @@ def _queue(log: Any) -> None:
 
 def history_check(rng: random.Random, n: int, scratch: Path) -> Tally:
     """Surface ``history check``: n damaged histories through the real check on a local SparkSession."""
-    from harness.errors import UsageError
-
+    from base.errors import UsageError
     from checkers.project import check_histories
     from checkers.spark import get_spark
 
@@ -359,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="history check inputs (0: not run)")
     ap.add_argument("--measure", type=int, metavar="LINES", help="only time the validator over LINES lines")
     args = ap.parse_args(argv)
-    from harness.localstate import bench_scratch
+    from base.localstate import bench_scratch
 
     scratch = bench_scratch()  # named after this process: `harness teardown` leaves it alone while it runs
     try:

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from base.errors import UsageError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers.project import check_histories
 from checkers.testing import EventLog
 from harness.cli import main
-from harness.errors import UsageError
 
 pytestmark = pytest.mark.integration
 S1, E1 = 0x100, 0x200000005

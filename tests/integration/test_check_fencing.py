@@ -13,10 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from base.errors import UsageError
 
 from checkers.project import CHECKER_NAMES, check_histories
 from checkers.testing import EventLog
-from harness.errors import UsageError
 
 pytestmark = pytest.mark.integration
 S1, S2 = 0x100, 0x101
