@@ -28,6 +28,7 @@ MACHINE_WIDE = frozenset({
 })
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns the group marks into the nodeids it schedules by
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(str(item.fspath))
