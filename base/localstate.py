@@ -1,5 +1,5 @@
-"""What the control node records about the processes it started, and where: ``.local/state``
-(the run states `harness teardown` reads, the check server's record) and how a recorded pid is
+"""What the control node records about the processes it started, and where: ``.local/state``, or
+``$ZKFENCE_STATE_DIR`` (the run states `harness teardown` reads, the check server's record) and how a recorded pid is
 told from a reused one. Kept apart from ``harness.cluster`` so that light commands (`harness
 check`) can use it without importing the cluster's SSH and ZooKeeper clients."""
 
@@ -9,7 +9,8 @@ import os
 import tempfile
 from pathlib import Path
 
-STATE_DIR = Path(__file__).resolve().parent.parent / ".local" / "state"
+STATE_ENV = "ZKFENCE_STATE_DIR"  # another place for it: a control node of its own (a test worker's)
+STATE_DIR = Path(os.environ.get(STATE_ENV) or Path(__file__).resolve().parent.parent / ".local" / "state")
 # A bench's scratch directory (its ZooKeeper's data, its generated store): named after the bench's
 # process, so that `harness teardown` finds it, and what runs in it, once that process was killed.
 BENCH_PREFIX = "zkfence-bench-scratch-"

@@ -1,11 +1,14 @@
 """Shared fixtures: the session-wide SparkSession (created once per worker; see checkers.spark), a
-terminated test session that still stops what its fixtures started, and the groups in which
-``make test``'s two workers (pytest-xdist, ``--dist loadgroup``) take the integration tests."""
+terminated test session that still stops what its fixtures started, and how ``make test``'s two
+workers (pytest-xdist, ``--dist loadgroup``) share the machine: an integration module whole on one
+worker, each worker with its own state and temp dirs."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,15 +20,26 @@ settings.register_profile("zkfence", deadline=None)
 settings.load_profile("zkfence")
 
 
-# Integration modules that read or change what a whole machine shares: the check server (one per
-# project, and `harness check` and `analyze` use it when it runs), `harness teardown` (which stops
-# it and sweeps every dead process's scratch dirs), the temp dirs of Spark drivers. They run one
-# after another on one worker; every other module runs whole on whichever worker is free.
-MACHINE_WIDE = frozenset({
-    "test_analyze_command.py", "test_bench_cleanup.py", "test_check_cold.py", "test_check_command.py",
-    "test_check_server.py", "test_interrupted_run.py", "test_skeleton_run.py", "test_spark_scratch.py",
-    "test_spark_standalone.py", "test_spark_user_settings.py", "test_ssh_faults.py",
-})
+# Under pytest-xdist each worker is a control node of its own: its own state dir (run states, the
+# check server's record) and its own temp dir (engine, bench and Spark scratch dirs), both
+# inherited by what it starts. So one worker's `harness teardown`, check server or sweep of dead
+# processes' dirs never reaches the other's, and the modules need no order between them.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if WORKER:
+    _ROOT = Path(__file__).resolve().parents[1]
+    os.environ["ZKFENCE_STATE_DIR"] = str(_ROOT / ".local" / f"state-test-{WORKER}")
+    _TMP = Path(tempfile.gettempdir()) / f"zkfence-test-{WORKER}-{os.getpid()}"
+    _TMP.mkdir(parents=True, exist_ok=True)
+    os.environ["TMPDIR"] = str(_TMP)
+    tempfile.tempdir = None  # tempfile reads $TMPDIR again
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if WORKER:
+        shutil.rmtree(_TMP, ignore_errors=True)
+        state = Path(os.environ["ZKFENCE_STATE_DIR"])
+        if not any(state.glob("*.json")):  # a run state left is what `harness teardown` needs to stop it
+            shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns the group marks into the nodeids it schedules by
@@ -34,8 +48,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = Path(str(item.fspath))
         if path.parent.name == "integration":
             # a module whole on one worker: its module-scoped cluster starts once
-            group = "machine-wide" if path.name in MACHINE_WIDE else path.name
-            item.add_marker(pytest.mark.xdist_group(group))
+            item.add_marker(pytest.mark.xdist_group(path.name))
 
 
 XDIST_WORKER = b"sys.stdin.readline"  # execnet starts each worker as `python -c ...exec(eval(sys.stdin.readline()))`
