@@ -32,6 +32,9 @@ if WORKER:
     _TMP.mkdir(parents=True, exist_ok=True)
     os.environ["TMPDIR"] = str(_TMP)
     tempfile.tempdir = None  # tempfile reads $TMPDIR again
+# A run's background warm-up check is a head start for one run's check, paid again by every cold
+# engine the suite starts (each `harness run` it spawns): the session's warm engine keeps it.
+os.environ.setdefault("HARNESS_SPARK_WARM_UP", "off")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -56,9 +57,15 @@ def warm_engine(tmp_path_factory):
     from rich.console import Console
 
     from base.inventory import load_inventory
-    from harness.engine import Engine
+    from harness.engine import WARM_UP_ENV, Engine
 
     with Engine(load_inventory(), tmp_path_factory.mktemp("warm-store"), Console(quiet=True), keep_warm=True) as e:
+        off = os.environ.pop(WARM_UP_ENV, None)
+        try:  # this engine warms its session up as a run does (tests/conftest.py turns it off elsewhere)
+            e.warm_spark()
+        finally:
+            if off is not None:
+                os.environ[WARM_UP_ENV] = off
         yield e
 
 

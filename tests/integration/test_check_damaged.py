@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from base.errors import UsageError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from base.errors import UsageError
 from checkers.project import check_histories
 from checkers.testing import EventLog
 from harness.cli import main

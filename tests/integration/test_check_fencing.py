@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from base.errors import UsageError
 
+from base.errors import UsageError
 from checkers.project import CHECKER_NAMES, check_histories
 from checkers.testing import EventLog
 
