@@ -21,6 +21,7 @@ def spec_for(store: Path, *argv: str, schedule: Any = None) -> tuple[Any, Any]:
 def run_on(engine: Any, store: Path, spec: Any, console: Console | None = None) -> Any:
     """One run on a shared engine (its cluster and Spark session kept warm), stored under ``store``,
     as a campaign runs on its engine."""
+    store = Path(store)
     store.mkdir(parents=True, exist_ok=True)
     engine.store, engine.console = store, console or Console(quiet=True)
     return engine.run(spec)

@@ -171,7 +171,7 @@ HISTORIES = {"registered": registered, "queue": queue, "queue bad": lambda log: 
 KINDS = ["duplicate", "bom", "truncate", "bad utf-8", "envelope type", "int as string", "int beyond int64", "value"]
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from(sorted(HISTORIES)), kind=st.sampled_from(KINDS), at=st.integers(0, 10**6))
 def test_damage_is_refused_or_never_flips_the_verdict(spark, tmp_path: Path, name: str, kind: str,  # noqa: ANN001
                                                       at: int) -> None:

@@ -52,9 +52,9 @@ def test_isolated_broker_reregisters_with_larger_epoch_and_run_is_valid(tmp_path
     assert not Path(scratch).exists()
 
 
-def test_agent_without_reregistration_makes_the_run_invalid_naming_the_broker(tmp_path, warm_engine):
+def test_agent_without_reregistration_makes_the_run_invalid_naming_the_broker(tmp_path):
     outcome = run_test(tmp_path / "store", "--time-limit", "12", "--target", "2", "--seed", "7",
-                       "--toggle", "reregister_on_expiry=false", engine=warm_engine)
+                       "--toggle", "reregister_on_expiry=false")
     assert outcome.valid is False
     assert outcome.exit_code == 1
     liveness = [a for a in outcome.results["anomalies"] if a["checker"] == "registration_liveness"]
