@@ -67,6 +67,8 @@ SURFACES: dict[str, Surface] = {
                            "raw HTTP requests to the proxy's control API handler on loopback"),
     "history files": Surface("fuzz_history:history_files", 10_000,
                              "real lines with one changed: refused on exactly that line, or read the same"),
+    "missing fields": Surface("fuzz_fields:missing_fields", 10_000,
+                              "each value field of each checker case deleted: unknown or as before, never a flip"),
     "history check": Surface("fuzz_history:history_check", 200,
                              "damaged histories through the real check on Spark: refused, or skipped and unknown"),
     # every command's flags, schedule, campaign and inventory files, EDN: bench/fuzz_inputs.py's table

@@ -8,6 +8,9 @@
 * ``Checker.check(events)`` → ``{history path: Result}`` (``checkers.result``): never valid when
   it could not decide (that is ``"unknown"``, with the reason in ``stats``).
 * ``Checker.local``: it can also check plain rows (``events.rows``), without Spark.
+* ``needs`` (optional, ``needs_of``): the fields it cannot decide without (``history.Need``). An
+  event lacking one is never read as data: the checker's verdict on that history is ``unknown``,
+  citing the event (``checkers.project``), whatever its plan made of the gap.
 
 ``Events`` is one check call's input: the histories' rows of the kinds the selected checkers read,
 either as a Spark DataFrame (``frame``) or as dicts with the same keys (``rows``). Checkers of one
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from checkers.result import Result
-from history.kinds import KINDS, TYPES
+from history.kinds import KINDS, TYPES, WRITTEN, Need
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -33,6 +36,13 @@ Reads = Mapping[str, tuple[str, ...]]  # event kind -> value fields read
 # ``<src>/<seq>`` anomalies cite, ``idx`` the merged-history position (``index``; null if absent),
 # ``node`` the broker id of an ``agent:<N>`` source (else null).
 ENVELOPE = ("hist", "src", "seq", "id", "idx", "t_wall", "type", "f", "process", "node")
+
+
+def needs_of(checker: Checker) -> tuple[Need, ...]:
+    """What a checker cannot decide without: each field it reads that every writer writes
+    (``history.kinds.WRITTEN``), and its own ``needs`` (fields only some writers write)."""
+    derived = (n.within(checker.reads[n.kind]) for n in WRITTEN if n.kind in checker.reads)
+    return tuple(dict.fromkeys([*(n for n in derived if n is not None), *getattr(checker, "needs", ())]))
 
 
 @runtime_checkable

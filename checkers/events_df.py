@@ -28,7 +28,7 @@ from base.errors import UsageError
 from checkers.checker import Reads, field_types
 from checkers.rows import check_paths
 from checkers.spark import literal_paths, source_files
-from history import Scan, scan_lines
+from history import Lacking, Need, Scan, scan_lines
 from history.kinds import FIELD_TYPES, TYPES
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ class Loaded:
     cached: DataFrame | None = None  # what to unpersist when done (a persisted frame)
     damaged: dict[str, Scan] = field(default_factory=dict)  # histories with lines skipped (``skip_damaged``)
     scratch: str | None = None  # the copies without those lines, removed on release
+    lacking: dict[str, list[Lacking]] = field(default_factory=dict)  # events without a needed field (``Need``)
 
     def release(self) -> None:
         if self.cached is not None:
@@ -123,12 +124,14 @@ def small_input(paths: Sequence[str | os.PathLike[str]]) -> bool:
     return sum(os.path.getsize(p) for p in paths if os.path.isfile(p)) <= SMALL_BYTES
 
 
-def validated(paths: Sequence[str], *, skip_damaged: bool = False) -> tuple[dict[str, Scan], dict[str, str], str | None]:
+def validated(paths: Sequence[str], *, skip_damaged: bool = False,
+              needs: Sequence[Need] = ()) -> tuple[dict[str, Scan], dict[str, str], str | None]:
     """Each history read by the validator: ``({path: Scan}, {path: copy to read instead}, scratch
     directory of the copies or None)``. A damaged line raises ``UsageError`` naming file and line;
-    with ``skip_damaged`` the history's lines that are events are copied, to be read instead."""
+    with ``skip_damaged`` the history's lines that are events are copied, to be read instead.
+    Events lacking a field of ``needs`` are in each ``Scan.lacking``."""
     check_paths(paths)
-    scans = {str(p): scan(p, raise_damage=not skip_damaged) for p in paths}
+    scans = {str(p): scan(p, raise_damage=not skip_damaged, needs=needs) for p in paths}
     damaged = [p for p, s in scans.items() if s.damaged_total]
     if not damaged:
         return scans, {}, None
@@ -142,25 +145,26 @@ def validated(paths: Sequence[str], *, skip_damaged: bool = False) -> tuple[dict
     return scans, files, scratch
 
 
-def scan(path: str, *, raise_damage: bool = True) -> Scan:
+def scan(path: str, *, raise_damage: bool = True, needs: Sequence[Need] = ()) -> Scan:
     """The validator's pass over one history; its first damaged line is a ``UsageError`` unless
     ``raise_damage`` is false (then the lines are counted in the ``Scan``)."""
     from history import HistoryFormatError
 
     out = Scan(str(path))
     try:
-        for _ in scan_lines(path, out, skip=not raise_damage):
+        for _ in scan_lines(path, out, skip=not raise_damage, needs=needs):
             pass
     except HistoryFormatError as e:
         raise UsageError(f"{e} (see docs/events.md)") from None
     return out
 
 
-def load(spark: SparkSession, paths: Sequence[str], reads: Reads, *, skip_damaged: bool = False) -> Loaded:
-    """Validate, read and project the histories for checkers reading ``reads``."""
+def load(spark: SparkSession, paths: Sequence[str], reads: Reads, *, skip_damaged: bool = False,
+         needs: Sequence[Need] = ()) -> Loaded:
+    """Validate, read and project the histories for checkers reading ``reads`` (and needing ``needs``)."""
     from pyspark.sql import functions as F
 
-    scans, files, scratch = validated(paths, skip_damaged=skip_damaged)
+    scans, files, scratch = validated(paths, skip_damaged=skip_damaged, needs=needs)
     try:
         raw = read(spark, paths, files)
         scan_df = parse(raw.withColumn("_bad", _bad()), field_types(reads), extra=("_bad",))
@@ -184,7 +188,8 @@ def load(spark: SparkSession, paths: Sequence[str], reads: Reads, *, skip_damage
         raise
     frame = keep.filter(~F.col("_bad") & F.col("f").isin(*reads)).drop("_bad")
     return Loaded(frame, {p: s.events for p, s in scans.items()}, small, cached,
-                  {p: s for p, s in scans.items() if s.damaged_total}, scratch)
+                  {p: s for p, s in scans.items() if s.damaged_total}, scratch,
+                  {p: s.lacking for p, s in scans.items() if s.lacking})
 
 
 def parse_all(raw: DataFrame) -> DataFrame:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from checkers.checker import Events, Reads, columns
 from checkers.result import Result, anomaly, result
+from history.kinds import Need
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -47,6 +48,7 @@ class PlanChecker:
     reads: Reads
     plan: Callable[[DataFrame], DataFrame]
     local: bool = False
+    needs: tuple[Need, ...] = ()  # beyond what every writer writes (``checkers.checker.needs_of``)
 
     def check(self, events: Events) -> dict[str, Result]:
         assert events.frame is not None, f"{self.name} runs on Spark"

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from checkers.cds import TRAINED_ON
-from checkers.checker import Checker, Events, union
+from checkers.checker import Checker, Events, needs_of, union
 from checkers.fencing import (
     BOUNCE_HANDLING,
     CONTROL_REQUEST_EPOCHS,
@@ -36,7 +36,7 @@ from checkers.zxid_project import ZxidRealtime, ZxidReplay, ZxidSession
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from history import Scan
+    from history import Lacking, Scan
 
 MODEL = "epoch-fencing"
 
@@ -104,13 +104,17 @@ def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], 
     if not paths:
         return {}
     reads = union(c.reads for c in selected)
+    needs = tuple(dict.fromkeys(n for c in selected for n in needs_of(c)))
     if local and all(c.local for c in selected):
         from checkers.rows import load_rows
 
         damaged: dict[str, Scan] = {}
+        lacking: dict[str, list[Lacking]] = {}
         with _timed(timings, "load"):
-            rows, counts = load_rows(paths, reads, skip_damaged=skip_damaged, damaged=damaged)
-        return damage(_compose(selected, Events(paths, selected, rows=rows), counts, timings, cancelled), damaged)
+            rows, counts = load_rows(paths, reads, skip_damaged=skip_damaged, damaged=damaged, needs=needs,
+                                     lacking=lacking)
+        return damage(_compose(selected, Events(paths, selected, rows=rows), counts, timings, cancelled, lacking),
+                      damaged)
     from checkers import events_df
     from checkers.spark import generated_code
 
@@ -118,10 +122,10 @@ def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], 
         spark_session = session(spark)
     with generated_code(spark_session, large=not events_df.small_input(paths)):
         with _timed(timings, "load"):
-            loaded = events_df.load(spark_session, paths, reads, skip_damaged=skip_damaged)
+            loaded = events_df.load(spark_session, paths, reads, skip_damaged=skip_damaged, needs=needs)
         try:
             return damage(_compose(selected, Events(paths, selected, frame=loaded.frame, small=loaded.small),
-                                   loaded.counts, timings, cancelled), loaded.damaged)
+                                   loaded.counts, timings, cancelled, loaded.lacking), loaded.damaged)
         finally:
             loaded.release()
 
@@ -147,15 +151,39 @@ def _timed(timings: dict[str, float] | None, step: str) -> Iterator[None]:
 
 def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, int],
              timings: dict[str, float] | None = None,
-             cancelled: Callable[[], bool] | None = None) -> dict[str, Result]:
+             cancelled: Callable[[], bool] | None = None,
+             lacking: dict[str, list[Lacking]] | None = None) -> dict[str, Result]:
     per = {}
     for c in selected:
         if cancelled is not None and cancelled():
             break
         with _timed(timings, c.name):
-            per[c.name] = c.check(events)
+            per[c.name] = undecided(c, c.check(events), lacking or {})
     return {p: compose({name: r[p] for name, r in per.items()}, events=counts.get(p, 0), model=MODEL)
             for p in events.paths}
+
+
+def undecided(checker: Checker, results: dict[str, Result], lacking: dict[str, list[Lacking]]) -> dict[str, Result]:
+    """``results`` with the verdict ``unknown`` on each history where an event lacks a field the
+    checker needs (``Checker.needs``): what the plan made of the gap (an anomaly it implied, or one it
+    hid) is not evidence either way. The anomalies found stay listed; ``stats.lacking`` cites the
+    first events (``<id> (<kind> <type>, line N) lacks <fields>``)."""
+    mine = set(needs_of(checker))
+    if not mine:
+        return results
+    for path, found in lacking.items():
+        r = results.get(path)
+        cited = [x.cite() for x in found if x.needs & mine]
+        if r is None or not cited:
+            continue
+        r["valid"] = UNKNOWN
+        r["stats"]["lacking"] = cited[:LACKING_CITED]
+        r["stats"]["unknown_reason"] = (f"{len(cited)} event(s) lack a field this checker needs, first "
+                                        f"{cited[0]}: the gap could explain or hide an anomaly")
+    return results
+
+
+LACKING_CITED = 5
 
 
 def damage(results: dict[str, Result], damaged: dict[str, Scan]) -> dict[str, Result]:

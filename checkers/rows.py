@@ -16,7 +16,7 @@ from typing import Any
 
 from base.errors import UsageError
 from checkers.checker import Reads, field_types
-from history import HistoryFormatError, Scan, scan_lines
+from history import HistoryFormatError, Lacking, Need, Scan, scan_lines
 
 _AGENT = re.compile(r"agent:(\d+)")
 _LONG = (-(1 << 63), (1 << 63) - 1)
@@ -32,11 +32,12 @@ def check_paths(paths: Sequence[str]) -> None:
 
 
 def load_rows(paths: Sequence[str], reads: Reads, *, skip_damaged: bool = False,
-              damaged: dict[str, Scan] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+              damaged: dict[str, Scan] | None = None, needs: Sequence[Need] = (),
+              lacking: dict[str, list[Lacking]] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """(rows of the kinds read, events per history), read by the history's validator
     (``history.validate``, as the Spark loader does). A damaged line is a ``UsageError`` naming file
     and line; with ``skip_damaged`` it is left out, and ``damaged`` receives the ``Scan`` of each
-    history that had one."""
+    history that had one; ``lacking`` the events of each history without a field of ``needs``."""
     check_paths(paths)
     types = field_types(reads)
     rows: list[dict[str, Any]] = []
@@ -44,7 +45,7 @@ def load_rows(paths: Sequence[str], reads: Reads, *, skip_damaged: bool = False,
     for p in paths:
         scan = Scan(str(p))
         try:
-            for _, rec in scan_lines(p, scan, skip=skip_damaged):
+            for _, rec in scan_lines(p, scan, skip=skip_damaged, needs=needs):
                 if rec["f"] in reads:
                     rows.append(row(str(p), rec, types))
         except HistoryFormatError as e:
@@ -52,6 +53,8 @@ def load_rows(paths: Sequence[str], reads: Reads, *, skip_damaged: bool = False,
         counts[str(p)] = scan.events
         if scan.damaged_total and damaged is not None:
             damaged[str(p)] = scan
+        if scan.lacking and lacking is not None:
+            lacking[str(p)] = scan.lacking
     return rows, counts
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from checkers.checker import Events
 from checkers.result import Result, anomaly, result
 from checkers.zxid import DEFAULT_SKEW, ZOp, realtime_spark, replay_key
+from history.kinds import REGISTRATION_OWNER, Need
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -88,6 +89,7 @@ class ZxidReplay:
     name: str = "zxid_replay"
     reads: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(OPS_READS))
     local: bool = False
+    needs: tuple[Need, ...] = (REGISTRATION_OWNER,)  # a registration's value is (czxid, owner)
 
     def check(self, events: Events) -> dict[str, Result]:
         by_key = _ops(events).map(lambda kv: ((kv[0], kv[1].key), kv[1])).groupByKey()

@@ -7,8 +7,10 @@ node), so agents and the control node write the same line format with the same c
 """
 
 from history.events import OP_TYPES, Event, EventWriter, merge, read_events, write_history
+from history.kinds import Need
 from history.validate import (
     HistoryFormatError,
+    Lacking,
     Scan,
     has_torn_tail,
     parse_record,
@@ -18,6 +20,6 @@ from history.validate import (
 )
 
 __all__ = [
-    "OP_TYPES", "Event", "EventWriter", "HistoryFormatError", "has_torn_tail", "merge", "parse_record", "read_events",
+    "OP_TYPES", "Event", "EventWriter", "HistoryFormatError", "Lacking", "Need", "has_torn_tail", "merge", "parse_record", "read_events",
     "read_records", "Scan", "scan_file", "scan_lines", "write_history",
 ]

@@ -245,6 +245,74 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
 )})
 
 
+@dataclass(frozen=True)
+class Need:
+    """Value fields a checker cannot decide without, on events of ``kind`` (of the op ``types``, all
+    when empty; only on events whose fields hold one of the listed values, ``when``)."""
+
+    kind: str
+    fields: tuple[str, ...]
+    types: tuple[str, ...] = ()
+    when: tuple[tuple[str, tuple[object, ...]], ...] = ()
+
+    def missing(self, record: Mapping[str, object]) -> tuple[str, ...]:
+        """The needed fields the event lacks (none when the need does not apply to it)."""
+        if self.types and record["type"] not in self.types:
+            return ()
+        value = record.get("value") or {}
+        assert isinstance(value, Mapping)
+        if any(value.get(f) not in allowed for f, allowed in self.when):
+            return ()
+        return tuple(f for f in self.fields if f not in value)
+
+    def within(self, fields: tuple[str, ...]) -> Need | None:
+        """This need cut to ``fields`` (what a checker reads), or None if it keeps none of them."""
+        kept = tuple(f for f in self.fields if f in fields)
+        return Need(self.kind, kept, self.types, self.when) if kept else None
+
+
+# The fields every writer of a kind writes on it (agents, the observer, the wire proxy, workload
+# clients, and the real brokers' log parser), present even when null. A checker that reads one of
+# them needs it (``checkers.checker.needs_of``): an event without it is damaged, not evidence. A field
+# only some writers write (``owner`` of a real broker's registration) is not here.
+WRITTEN: tuple[Need, ...] = (
+    Need("register", ("broker_id", "epoch", "czxid", "session_id"), ("ok",)),
+    Need("broker_znode", ("broker_id", "exists")),
+    Need("broker_znode", ("czxid", "owner", "mzxid"), when=(("exists", (True,)),)),
+    Need("control_recv", ("request_id", "kind", "from", "controller_epoch", "broker_epoch", "max_broker_epoch",
+                          "own_epoch", "max_controller_epoch_seen", "outcome", "error_code", "full")),
+    Need("control_send", ("request_id", "kind", "target", "controller_epoch", "broker_epoch", "max_broker_epoch",
+                          "epoch_map", "full")),
+    Need("broker_change", ("controller_epoch", "live", "new", "dead", "bounced")),
+    Need("controller_elected", ("controller_epoch", "epoch_zk_version")),
+    Need("controller_zk_write", ("controller_epoch", "checked_version", "op", "path", "zxid")),
+    Need("controlled_shutdown_handled", ("broker_epoch", "cached_epoch", "outcome", "error_code", "leader_moves",
+                                         "stop_replicas")),
+    Need("partition_state", ("topic", "partition", "leader", "leader_epoch", "isr", "controller_epoch",
+                             "zk_version", "zxid")),
+    Need("fetch", ("topic", "partition", "replica", "replica_epoch", "leader", "leader_epoch", "fetch_offset")),
+    Need("alter_partition", ("request_id", "topic", "partition", "broker_epoch", "based_on_fetch")),
+    Need("alter_partition_handled", ("request_id", "topic", "partition", "broker_epoch", "outcome", "error_code",
+                                     "isr", "leader", "partition_epoch", "live")),
+    Need("frame", ("dir", "session_id")),
+    Need("frame", ("zxid",), when=(("dir", ("s2c",)), ("kind", ("reply", "notification", "ping", "auth", "close")))),
+    Need("send", ("topic", "partition", "value", "acks")),
+    Need("send", ("offset", "leader"), ("ok",)),
+    Need("poll", ("topic", "partition", "consumer")),
+    Need("poll", ("offset", "offsets", "values", "hw", "leader", "leader_epoch"), ("ok",)),
+    Need("final_read", ("topic", "partition")),
+    Need("final_read", ("offsets", "values", "hw", "leader", "leader_epoch"), ("ok",)),
+    Need("reg_read", ("key", "mode")),
+    Need("reg_read", ("server", "value", "version"), ("ok",)),
+    Need("reg_write", ("key", "value")),
+    Need("reg_write", ("server", "version"), ("ok",)),
+)
+
+# The session that owns a registration's znode: the agents write it with the registration, a real
+# broker's log does not say it. A checker that compares owners needs it (``Checker.needs``).
+REGISTRATION_OWNER = Need("register", ("owner",), ("ok",))
+
+
 def kinds_of(source: str) -> tuple[str, ...]:
     """Every kind a source writes (e.g. each nemesis fault, for a checker that reads any nemesis op)."""
     return tuple(k.name for k in KINDS.values() if source in k.sources)

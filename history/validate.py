@@ -18,6 +18,12 @@ verdict. Here is the only definition (docs/events.md, "Envelope"):
   ``history.events._finite``): read as null;
 * an id occurs once per file: a duplicated line is a duplicate, not a second event.
 
+Value fields are optional in the contract, but a checker that reads a field of a kind may *need* it
+(``Need``): a pass given needs records each event that lacks a needed field (``Scan.lacking``), so
+that the checker can say ``unknown`` citing the event instead of reading the gap as data
+(``checkers.project``). A needed field must be present; ``null`` is a value (a read of nothing, an
+unfenced write).
+
 A torn last line (no newline, not JSON: a crash mid-write) is no event and no damage either: it is
 dropped. Every other bad line is damage, reported as ``FILE:LINE: not a valid event: reason``.
 """
@@ -29,12 +35,12 @@ import math
 import os
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from history.kinds import KINDS, OP_TYPES
+from history.kinds import KINDS, OP_TYPES, Need
 
 INT64 = (-(1 << 63), (1 << 63) - 1)
 NON_FINITE = frozenset(("NaN", "Infinity", "-Infinity"))  # how a writer spells a non-finite float
@@ -57,22 +63,52 @@ class Damage:
         return f"{path}:{self.line}: not a valid event: {self.reason}"
 
 
+@dataclass(frozen=True, slots=True)
+class Lacking:
+    """An event without a field some checker needs: which needs it fails, and the fields."""
+
+    line: int
+    id: str
+    kind: str
+    type: str
+    fields: tuple[str, ...]
+    needs: frozenset[Need]
+
+    def cite(self) -> str:
+        return f"{self.id} ({self.kind} {self.type}, line {self.line}) lacks {', '.join(self.fields)}"
+
+
 @dataclass
 class Scan:
-    """What a pass over one file found: events read, damaged lines (the first ``KEEP``), a torn tail."""
+    """What a pass over one file found: events read, damaged lines (the first ``KEEP``), a torn tail,
+    events lacking a needed field (the first ``KEEP_LACKING``, with their count)."""
 
     path: str
     events: int = 0
     damaged: list[Damage] = field(default_factory=list)
     damaged_total: int = 0
     torn: bool = False
+    lacking: list[Lacking] = field(default_factory=list)
+    lacking_total: int = 0
 
     KEEP = 20
+    KEEP_LACKING = 1000
 
     def add(self, d: Damage) -> None:
         self.damaged_total += 1
         if len(self.damaged) < self.KEEP:
             self.damaged.append(d)
+
+    def lack(self, line: int, record: dict[str, Any], needs: Sequence[Need]) -> None:
+        failed = [(n, n.missing(record)) for n in needs]
+        failed = [(n, m) for n, m in failed if m]
+        if not failed:
+            return
+        self.lacking_total += 1
+        if len(self.lacking) < self.KEEP_LACKING:
+            fields = tuple(sorted({f for _, m in failed for f in m}))
+            self.lacking.append(Lacking(line, f"{record['src']}/{record['seq']}", record["f"], record["type"], fields,
+                                        frozenset(n for n, _ in failed)))
 
     def problems(self) -> list[str]:
         return [d.where(self.path) for d in self.damaged]
@@ -251,15 +287,20 @@ class _Ids:
 
 
 def scan_lines(path: str | os.PathLike[str], scan: Scan | None = None, *, skip: bool = False, values: bool = True,
-               unique: bool = True, keep: BinaryIO | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+               unique: bool = True, keep: BinaryIO | None = None,
+               needs: Sequence[Need] = ()) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, record)`` for each event of the file, streaming, counted in ``scan``. A
     torn last line is dropped (``scan.torn``). A damaged line raises ``HistoryFormatError`` naming
     file and line, or with ``skip`` is left out and counted (``Scan.add``): never read as data.
     ``keep`` receives every event's line as it is in the file (a copy without the damaged lines).
     ``values=False`` checks the envelope only, and ``unique=False`` lets ids repeat: the collection of
-    a run's per-source files, which must keep every line it has, to be judged when checked."""
+    a run's per-source files, which must keep every line it has, to be judged when checked.
+    ``needs``: each event that lacks a needed field is recorded in ``scan.lacking`` (and yielded)."""
     scan = Scan(str(path)) if scan is None else scan
     ids = _Ids() if unique else None
+    by_kind: dict[str, list[Need]] = {}
+    for n in needs:
+        by_kind.setdefault(n.kind, []).append(n)
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             if not raw.strip(_JSON_SPACE):
@@ -282,6 +323,9 @@ def scan_lines(path: str | os.PathLike[str], scan: Scan | None = None, *, skip: 
                     first = None if ids is None else ids.first(record["src"], record["seq"], lineno)
                     if first is None:
                         scan.events += 1
+                        kind_needs = by_kind.get(record["f"])
+                        if kind_needs:
+                            scan.lack(lineno, record, kind_needs)
                         if keep is not None:
                             keep.write(raw if raw.endswith(b"\n") else raw + b"\n")
                         yield lineno, record

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from checkers.plans import Case, F, PlanChecker, W, anom, anoms, broker, few, fmt, ids, one, reuse
+from history.kinds import REGISTRATION_OWNER
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -189,7 +190,7 @@ SINGLE_REGISTRANT = PlanChecker("single_registrant", {
     "register": ("broker_id", "epoch", "owner", "session_id"),
     "broker_znode": ("broker_id", "czxid", "exists", "owner"),
     "pipeline_register": ("broker_id", "session_learned"),
-}, single_registrant)
+}, single_registrant, needs=(REGISTRATION_OWNER,))
 BOUNCE_HANDLING = PlanChecker("bounce_handling", {
     "register": ("epoch",), "deregistered": (), "agent_stop": (), "agent_start": (), "run_end": (),
     "broker_change": ("bounced", "dead", "live"), "control_send": ("broker_epoch", "full", "kind", "target"),

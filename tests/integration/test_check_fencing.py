@@ -74,10 +74,11 @@ def c3(log: EventLog, bad: bool) -> None:
 
 def c4(log: EventLog, bad: bool) -> None:
     registered(log)
-    recv = dict(kind="LeaderAndIsr", outcome="applied", error_code=0, own_epoch=E2)
-    log.emit("agent:1", "control_recv", process=1, request_id="1", controller_epoch=3, broker_epoch=E2, **recv)
+    recv = dict(kind="LeaderAndIsr", outcome="applied", error_code=0, own_epoch=E2, max_broker_epoch=-1)
+    log.emit("agent:1", "control_recv", process=1, request_id="1", controller_epoch=3, broker_epoch=E2,
+             max_controller_epoch_seen=0, **recv)
     log.emit("agent:1", "control_recv", process=1, request_id="2", controller_epoch=2 if bad else 3,
-             broker_epoch=E2, **recv)
+             broker_epoch=E2, max_controller_epoch_seen=3, **recv)
 
 
 def c4b(log: EventLog, bad: bool) -> None:
@@ -180,7 +181,8 @@ def c11(log: EventLog, bad: bool) -> None:
     log.emit("agent:1", "control_send", process=1, request_id="9", kind="LeaderAndIsr", target=2, controller_epoch=1,
              broker_epoch=-1, max_broker_epoch=E2, epoch_map={"2": E1 if bad else E2}, full=False, partitions=[])
     log.emit("agent:2", "control_recv", process=2, request_id="9", kind="LeaderAndIsr", controller_epoch=1,
-             broker_epoch=-1, max_broker_epoch=E2, own_epoch=E2, outcome="applied", error_code=0)
+             broker_epoch=-1, max_broker_epoch=E2, own_epoch=E2, outcome="applied", error_code=0,
+             max_controller_epoch_seen=0)
 
 
 def c11b(log: EventLog, bad: bool) -> None:
@@ -189,7 +191,8 @@ def c11b(log: EventLog, bad: bool) -> None:
     log.emit("agent:1", "control_send", process=1, request_id="10", kind="UpdateMetadata", target=2,
              controller_epoch=1, broker_epoch=E2, max_broker_epoch=mbe, epoch_map={"2": E2}, full=True, partitions=[])
     log.emit("agent:2", "control_recv", process=2, request_id="10", kind="UpdateMetadata", controller_epoch=1,
-             broker_epoch=E2, max_broker_epoch=mbe, own_epoch=E2, outcome="applied", error_code=0)
+             broker_epoch=E2, max_broker_epoch=mbe, own_epoch=E2, outcome="applied", error_code=0,
+             max_controller_epoch_seen=0)
 
 
 def zr(log: EventLog, bad: bool) -> None:
@@ -223,8 +226,9 @@ def q_send(log: EventLog, value: str, offset: int, ok: str = "ok") -> None:
 def q_read(log: EventLog, f: str, recs: list[tuple[int, str]], consumer: int = 1) -> None:
     who = {"consumer": consumer} if f == "poll" else {}
     log.emit("client", f, "invoke", consumer, topic="q", partition=0, **who)
+    at = {"offset": recs[0][0] if recs else 0} if f == "poll" else {}  # the position it polled from
     log.emit("client", f, "ok", consumer, topic="q", partition=0, offsets=[o for o, _ in recs],
-             values=[v for _, v in recs], hw=len(recs), leader=1, leader_epoch=0, **who)
+             values=[v for _, v in recs], hw=len(recs), leader=1, leader_epoch=0, **who, **at)
 
 
 def qlw(log: EventLog, bad: bool) -> None:
