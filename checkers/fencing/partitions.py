@@ -28,9 +28,15 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     request ids repeat across restarts); its ``replica_epoch`` must equal r's registration epoch
     current at commit: the largest czxid of r (``register ok`` epochs and observer snapshots) below
     the commit's zxid (the committed ``partition_state``), else the controller's ``live`` map at
-    commit. ``new_isr_with_epochs`` is not used: in ZK mode every entry is -1. Anything that cannot be
-    resolved (no request, no previous state, no fetch or an id naming several, epoch -1 or missing) is
-    unknown, not valid."""
+    commit. ``new_isr_with_epochs`` is not used: in ZK mode every entry is -1.
+
+    A fetch with ``replica_epoch`` -1 was sent before its process read its registration reply (the
+    agent's ``broker_epoch`` is unset; Kafka's fetcher sends -1 then too): its incarnation is its
+    process. The expansion holds when r started (``agent_start``) before that fetch and not again
+    before the commit (by history position): the process that fetched is the one running at commit.
+    A start in between makes it a stale incarnation's fetch (invalid). Anything that cannot be resolved
+    (no request, no previous state, no fetch or an id naming several, a missing epoch, a -1 fetch with
+    no start before it) is unknown, not valid."""
     f, win = F(), W()
     # The three kinds placed per partition: a handled expansion finds the states around it and its
     # request in windows over the partition's rows, not in joins that each shuffle both sides.
@@ -45,6 +51,7 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
         "hist", f.lit(HANDLED).alias("side"), f.col("v_request_id").alias("rid"), f.col("v_leader").alias("ldr"),
         f.col("v_broker_epoch").alias("be"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
         f.col("v_partition_epoch").alias("key"), f.col("v_isr").alias("isr"), f.col("v_live").alias("live"), "id",
+        f.col("idx").alias("hidx"),
     )
     ps = ev.filter(f.col("f") == "partition_state").select(
         "hist", "idx", f.lit(STATE).alias("side"), f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
@@ -79,6 +86,7 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     ).select(  # what the lookups below need of the maps and arrays, so that less is shuffled
         "hist", "side", "rid", "ldr", "be", "topic", "part", f.col("key").alias("pe"), "czx", "sid", "undecided", "r", "id",
         f.when(undecided, f.array_join("isr", ",")).alias("isr_text"), f.try_element_at("live", f.col("r").cast("string")).alias("live_r"),
+        "hidx",
     )
     # Request ids are unique per leader incarnation: pair on (request id, leader, leader's broker
     # epoch) within the partition; a null request id pairs with nothing. The requests are clustered
@@ -87,11 +95,11 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     paired = f.col("rid").isNotNull()
     j = one(asks.unionByName(cluster(ap, "hist", "topic", "part"), allowMissingColumns=True)).select(
         "hist", "side", f.col("id").alias("hid"), "rid", "topic", "part", "pe", "czx", "sid", "undecided", "r", "isr_text",
-        "live_r",
+        "live_r", "hidx",
         f.when(paired, f.max(of(REQUEST, "id")).over(request)).alias("aid"),
         f.when(paired, f.max_by(of(REQUEST, "bof"), of(REQUEST, "id")).over(request)).alias("bof"),
     ).filter(f.col("side") == HANDLED).select(
-        "hist", "hid", "rid", "topic", "part", "pe", "aid", "czx", "sid", "undecided", "r", "isr_text", "live_r",
+        "hist", "hid", "rid", "topic", "part", "pe", "aid", "czx", "sid", "undecided", "r", "isr_text", "live_r", "hidx",
         f.try_element_at(f.coalesce("bof", f.create_map().cast("map<string,string>")), f.col("r").cast("string")).alias("frid"),
     )
     # The fetch based_on_fetch names, by its event id: each id's fetches counted and hashed, then
@@ -100,6 +108,7 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
     # several cannot say which fetch the expansion rested on.
     fe = ev.filter(f.col("f") == "fetch").groupBy("hist", f.col("id").alias("frid")).agg(
         f.count(f.lit(1)).alias("f_n"), f.min("v_replica").alias("fr"), f.min("v_replica_epoch").alias("fepoch"),
+        f.min("idx").alias("fidx"),
     )
     j = one(j.filter(f.col("hid").isNotNull()).hint("shuffle_hash").join(fe, ["hist", "frid"], "left")).withColumn(
         "fid", f.when(f.col("f_n").isNotNull(), f.col("frid")))
@@ -115,31 +124,48 @@ def isr_expansion(ev: DataFrame) -> DataFrame:
                                                                            f.lit(1).alias("order"))
     asks = j.withColumn("at", f.col("czx")).withColumn("order", f.lit(0))
     upto = win.partitionBy("hist", "r").orderBy("at", "order").rowsBetween(win.unboundedPreceding, win.currentRow)
+    # A fetch without a replica epoch (-1: sent before the replica's registration reply) names no
+    # incarnation itself; its process does. The starts of r (``agent_start``, by history position) ride
+    # along in the same partitioning: the fetch is by the process running at commit when r started
+    # before the fetch and not again before the commit.
+    starts = ev.filter(f.col("f") == "agent_start").select("hist", broker().alias("r"), f.col("idx").alias("s_idx"),
+                                                           f.lit(2).alias("order"))
     j = (
-        one(asks.unionByName(reg, allowMissingColumns=True))
+        one(asks.unionByName(reg, allowMissingColumns=True).unionByName(starts, allowMissingColumns=True))
         .withColumn("reg_e", f.max("re").over(upto))
+        .withColumn("starts", f.collect_list("s_idx").over(win.partitionBy("hist", "r")))
         .filter(f.col("order") == 0)
         .withColumn("cur", f.coalesce("reg_e", "live_r"))
         .withColumn("basis", f.when(f.col("reg_e").isNotNull(), f.lit("registration current at the commit's zxid"))
                     .otherwise(f.lit("controller's live epoch at commit")))
     )
+    no_epoch = f.coalesce(f.col("fepoch") == -1, f.lit(False))
     why = (
         f.when(f.col("aid").isNull(), f.lit("no alter_partition event for the request"))
         .when(f.col("frid").isNull(), f.lit("based_on_fetch names no fetch for the replica"))
         .when(f.col("f_n").isNull(), f.format_string("based_on_fetch names %s, which is no fetch event", "frid"))
         .when(f.col("f_n") > 1, f.format_string("based_on_fetch names %s, the id of %s fetch events", "frid", "f_n"))
         .when(~f.col("fr").eqNullSafe(f.col("r")), f.lit("the named fetch is by another replica"))
-        .when(f.col("fepoch").isNull() | (f.col("fepoch") == -1), f.lit("the fetch carries no replica_epoch"))
-        .when(f.col("cur").isNull(), f.lit("no registration of the replica is known at commit"))
+        .when(f.col("fepoch").isNull(), f.lit("the fetch carries no replica_epoch"))
+        .when(no_epoch & (f.col("fidx").isNull() | f.col("hidx").isNull()),
+              f.lit("the fetch carries replica_epoch -1 and the history no positions to place it"))
+        .when(no_epoch & ~f.exists("starts", lambda x: x < f.col("fidx")),
+              f.lit("the fetch carries replica_epoch -1 and no start of the replica precedes it"))
+        .when(~no_epoch & f.col("cur").isNull(), f.lit("no registration of the replica is known at commit"))
     )
+    restarted = no_epoch & f.exists("starts", lambda x: (x > f.col("fidx")) & (x < f.col("hidx")))
     j = j.withColumn("why", why)
-    judged = j.filter(f.col("undecided") | f.col("why").isNotNull() | (f.col("fepoch") != f.col("cur")))
+    judged = j.filter(f.col("undecided") | f.col("why").isNotNull() | restarted
+                      | (~no_epoch & (f.col("fepoch") != f.col("cur"))))
     message = (
         f.when(f.col("undecided"), fmt(
             "%s-%s: cannot tell which replicas the committed expansion %s added (committed ISR %s, no state "
             "before partition epoch %s in the history)", "topic", "part", "rid", "isr_text", "pe"))
         .when(f.col("why").isNotNull(), fmt("%s-%s: cannot judge expansion %s adding replica %s: %s",
                                             "topic", "part", "rid", "r", "why"))
+        .when(restarted, fmt("%s-%s: committed ISR expansion %s added replica %s on a fetch with replica_epoch -1 "
+                             "by a process of it that was restarted before the commit: a stale incarnation entered "
+                             "the ISR", "topic", "part", "rid", "r"))
         .otherwise(fmt("%s-%s: committed ISR expansion %s added replica %s on a fetch by its incarnation with epoch "
                        "%s, but its epoch at commit was %s (%s): a stale incarnation entered the ISR",
                        "topic", "part", "rid", "r", "fepoch", "cur", "basis"))
@@ -187,6 +213,7 @@ ISR_EXPANSION = PlanChecker("isr_expansion", {
     "fetch": ("replica", "replica_epoch"),
     "register": ("broker_id", "epoch"),
     "broker_znode": ("broker_id", "czxid", "exists"),
+    "agent_start": ("broker_id",),
 }, isr_expansion)
 PARTITION_STATES = PlanChecker("partition_states", {
     "partition_state": ("isr", "leader", "leader_epoch", "partition", "topic", "zk_version", "zxid"),

@@ -159,6 +159,43 @@ def c9(log: EventLog, bad: bool, fetch_id: str | None = None) -> None:
              outcome="accepted", error_code=0, isr=[2, 3], leader_epoch=1, partition_epoch=2, live={"2": E1, "3": E2})
 
 
+def c9e(log: EventLog, bad: bool) -> None:
+    """A fetch with replica_epoch -1 (sent before the process read its registration reply) is its process's:
+    good, broker 3's second process fetches, registers E2, and is expanded in; bad, its first process fetched
+    and broker 3 restarted before the commit."""
+    ps = dict(topic="t", partition=0, controller_epoch=1, leader=2, leader_epoch=1)
+    log.emit("agent:1", "partition_state", process=1, isr=[2], zk_version=1, zxid=E1 - 1, **ps)
+
+    def start(b: int) -> None:
+        log.emit(f"agent:{b}", "agent_start", process=b, broker_id=b, pid=20, toggles={}, session_timeout_ms=6000)
+
+    def fetch() -> str:
+        return log.emit("agent:2", "fetch", process=2, topic="t", partition=0, replica=3, replica_epoch=-1,
+                        fetch_offset=10, leader=2, leader_epoch=1, request_id="b3-fetch-1")
+
+    def reg(epoch: int, sess: int) -> None:
+        log.emit("agent:3", "session", process=3, state="connected", session_id=sess)
+        log.emit("agent:3", "register", "invoke", 3, broker_id=3, attempt=1, mode="3x", session_id=sess)
+        log.emit("agent:3", "register", "ok", 3, broker_id=3, epoch=epoch, czxid=epoch, session_id=sess,
+                 recorded_session=None, owner=sess, path_existed=False)
+
+    start(3)
+    if bad:
+        f = fetch()
+    reg(E1, S1)
+    start(3)
+    if not bad:
+        f = fetch()
+    reg(E2, S2)
+    log.emit("agent:2", "alter_partition", process=2, request_id="b2-alter-1", topic="t", partition=0, leader=2,
+             leader_epoch=1, partition_epoch=1, new_isr_with_epochs=[{"id": 2, "epoch": -1}, {"id": 3, "epoch": -1}],
+             based_on_fetch={"3": f}, broker_epoch=E1, broker_id=2)
+    log.emit("agent:1", "partition_state", process=1, isr=[2, 3], zk_version=2, zxid=E2 + 1, **ps)
+    log.emit("agent:1", "alter_partition_handled", process=1, request_id="b2-alter-1", topic="t", partition=0,
+             leader=2, broker_epoch=E1, new_isr_with_epochs=[{"id": 2, "epoch": -1}, {"id": 3, "epoch": -1}],
+             outcome="accepted", error_code=0, isr=[2, 3], leader_epoch=1, partition_epoch=2, live={"2": E1, "3": E2})
+
+
 def c9_unresolved(log: EventLog, bad: bool) -> None:
     """based_on_fetch names a fetch request id (not an event id): undecidable, so unknown, never valid."""
     c9(log, False, fetch_id="b3-fetch-1")
@@ -280,7 +317,7 @@ INFORMATIONAL = {"queue_unseen"}
 CASES: dict[str, tuple[str, Callable[[EventLog, bool], None]]] = {
     "1": ("registration_epochs", c1), "2": ("single_registrant", c2), "2b": ("single_registrant", c2b), "3": ("registration_liveness", c3),
     "4": ("control_request_epochs", c4), "4b": ("control_request_epochs", c4b), "5": ("controller_epochs", c5), "6": ("controller_write_fencing", c6),
-    "7": ("bounce_handling", c7), "7b": ("bounce_handling", c7b), "8": ("controlled_shutdown_epochs", c8), "9": ("isr_expansion", c9),
+    "7": ("bounce_handling", c7), "7b": ("bounce_handling", c7b), "8": ("controlled_shutdown_epochs", c8), "9": ("isr_expansion", c9), "9e": ("isr_expansion", c9e),
     "10": ("partition_states", c10), "10b": ("partition_states", c10b), "11": ("max_broker_epoch", c11),
     "11b": ("max_broker_epoch", c11b), "zr": ("zxid_realtime", zr), "zp": ("zxid_replay", zp),
     "zs": ("zxid_session", zs), "qlw": ("queue_lost_write", qlw), "qio": ("queue_inconsistent_offsets", qio),
@@ -367,6 +404,18 @@ def test_unresolvable_basis_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
     r = check_histories([p], spark=spark, names=["isr_expansion"])[p]["checkers"]["isr_expansion"]
     assert r["valid"] == "unknown", r
     assert "no fetch event" in r["stats"]["unknown_reasons"][0]["message"], r
+
+
+def test_a_fetch_without_replica_epoch_and_no_start_before_it_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
+    """replica_epoch -1 names no incarnation; without the replica's start before the fetch, its process is
+    unknown too: the expansion cannot be judged (never valid)."""
+    log = EventLog(run="9e-nostart")
+    c9e(log, False)
+    log.events = [e for e in log.events if e["f"] != "agent_start"]
+    p = str(log.write(tmp_path / "9e-nostart.jsonl"))
+    r = check_histories([p], spark=spark, names=["isr_expansion"])[p]["checkers"]["isr_expansion"]
+    assert r["valid"] == "unknown", r
+    assert "no start of the replica precedes it" in r["stats"]["unknown_reasons"][0]["message"], r
 
 
 def test_a_fetch_id_naming_two_events_is_unknown(spark, tmp_path) -> None:  # noqa: ANN001
