@@ -6,8 +6,8 @@ invalid, or invalid to valid) is a *wrong acceptance*: the missing field was rea
 
     .venv/bin/python bench/fuzz_fields.py [--list]     # every deletion, a table of flips by checker
 
-Also the surface ``missing fields`` of bench/fuzz.py (``missing_fields``), which runs the same
-deletions (all of them when n is at least their number, else a seeded sample of n).
+Also the surface ``missing fields`` of bench/fuzz.py (``missing_fields``): every single deletion (a
+seeded sample when n is smaller), then random cuts of two to four fields of one history up to n.
 """
 
 from __future__ import annotations
@@ -55,10 +55,30 @@ def intact() -> dict[str, tuple[str, list[dict[str, Any]]]]:
     return out
 
 
-def deletions(bases: dict[str, tuple[str, list[dict[str, Any]]]]) -> list[tuple[str, int, str]]:
-    """(history, event index, field) for every value field of every event."""
-    return [(name, i, k) for name, (_, events) in bases.items()
+Cut = tuple[str, tuple[tuple[int, str], ...]]  # a history and the (event index, field) pairs it loses
+
+
+def deletions(bases: dict[str, tuple[str, list[dict[str, Any]]]]) -> list[Cut]:
+    """One cut for every value field of every event."""
+    return [(name, ((i, k),)) for name, (_, events) in bases.items()
             for i, e in enumerate(events) if isinstance(e["value"], dict) for k in e["value"]]
+
+
+def inputs(rng: random.Random, n: int, bases: dict[str, tuple[str, list[dict[str, Any]]]]) -> list[Cut]:
+    """n cuts: every single deletion first (a seeded sample of them when n is smaller), then random cuts
+    of two to four fields of one history."""
+    singles = deletions(bases)
+    if n <= len(singles):
+        return rng.sample(singles, n)
+    by_history: dict[str, list[tuple[int, str]]] = {}
+    for name, ((i, k),) in singles:
+        by_history.setdefault(name, []).append((i, k))
+    names = sorted(n for n, fields in by_history.items() if len(fields) >= 2)
+    out: list[Cut] = list(singles)
+    while len(out) < n:
+        name = rng.choice(names)
+        out.append((name, tuple(sorted(rng.sample(by_history[name], min(len(by_history[name]), rng.randint(2, 4)))))))
+    return out
 
 
 def _write(path: Path, events: list[dict[str, Any]]) -> str:
@@ -66,10 +86,10 @@ def _write(path: Path, events: list[dict[str, Any]]) -> str:
     return str(path)
 
 
-def sweep(scratch: Path, chosen: list[tuple[str, int, str]] | None = None) -> list[tuple[str, str, str, Any, Any]]:
-    """Check every deletion (or ``chosen``) with the intact histories in one batch; returns each
-    verdict change (what, checker, kind, before, after): kind "flip" (definite to definite) or
-    "unknown" (definite to unknown, allowed)."""
+def sweep(scratch: Path, chosen: list[Cut] | None = None, spark: Any = None) -> list[tuple[str, str, str, Any, Any]]:
+    """Check every single deletion (or the ``chosen`` cuts) with the intact histories in one batch;
+    returns each verdict change (what, checker, kind, before, after): kind "flip" (definite to
+    definite) or "unknown" (definite to unknown, allowed)."""
     from checkers.project import check_histories
     from checkers.spark import get_spark
 
@@ -77,15 +97,17 @@ def sweep(scratch: Path, chosen: list[tuple[str, int, str]] | None = None) -> li
     chosen = deletions(bases) if chosen is None else chosen
     base_paths = {name: _write(scratch / f"{name}.jsonl", events) for name, (_, events) in bases.items()}
     cut_paths = {}
-    for n, (name, i, k) in enumerate(chosen):
+    for n, (name, cut) in enumerate(chosen):
         events = [dict(e) for e in bases[name][1]]
-        events[i] = {**events[i], "value": {kk: v for kk, v in events[i]["value"].items() if kk != k}}
-        cut_paths[(name, i, k)] = _write(scratch / f"cut-{n}.jsonl", events)
-    res = check_histories([*base_paths.values(), *cut_paths.values()], spark=get_spark())
+        for i, k in cut:
+            events[i] = {**events[i], "value": {kk: v for kk, v in events[i]["value"].items() if kk != k}}
+        cut_paths[(n, name, cut)] = _write(scratch / f"cut-{n}.jsonl", events)
+    res = check_histories([*base_paths.values(), *cut_paths.values()], spark=spark or get_spark())
     changes = []
-    for (name, i, k), p in cut_paths.items():
+    for (_, name, cut), p in cut_paths.items():
         before, after = res[base_paths[name]]["checkers"], res[p]["checkers"]
-        what = f"{name} event {i} ({bases[name][1][i]['f']}/{bases[name][1][i]['type']}) without {k}"
+        evs = bases[name][1]
+        what = f"{name} without " + ", ".join(f"{k} of event {i} ({evs[i]['f']}/{evs[i]['type']})" for i, k in cut)
         for checker, c in after.items():
             b, a = before[checker]["valid"], c["valid"]
             if a != b:
@@ -95,8 +117,7 @@ def sweep(scratch: Path, chosen: list[tuple[str, int, str]] | None = None) -> li
 
 def missing_fields(rng: random.Random, n: int, scratch: Path) -> Tally:
     """Surface ``missing fields``: each deletion is one input; a flip is a wrong acceptance."""
-    everything = deletions(intact())
-    chosen = everything if n >= len(everything) else rng.sample(everything, n)
+    chosen = inputs(rng, n, intact())
     flips: dict[str, str] = {}
     for what, checker, kind, b, a in sweep(scratch, chosen):
         if kind == "flip":

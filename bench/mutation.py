@@ -4,6 +4,7 @@ does it stay quiet on the fixed agent?
     python bench/mutation.py                                         # 8 bugs × 15 min + 50 fixed runs
     python bench/mutation.py --budget-per-toggle 240 --fixed-runs 8  # a reduced measurement
     python bench/mutation.py --toggles controller_fencing=off,registration=3x+pipeline_on_connect=true
+    python bench/mutation.py --toggles none --fixed-runs 50          # the fixed agent only
 
 For each bug (``harness.mutation.MUTATIONS``: one toggle value, or two joined by ``+``, on top of the
 fixed agent) it runs ``campaigns/nightly.toml`` through the `harness campaign` code path with that
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-per-toggle", type=float, default=900.0, metavar="S",
                    help="wall-clock seconds per bug toggle: no run starts after it (default 900)")
     p.add_argument("--fixed-runs", type=int, default=50, metavar="N", help="runs of the fixed agent (default 50; 0 skips)")
-    p.add_argument("--toggles", metavar="A=B,...", help="bugs to score, comma-separated; join two toggles of one "
+    p.add_argument("--toggles", metavar="A=B,...", help="bugs to score, comma-separated (none: only the fixed agent); join two toggles of one "
                    "bug with '+' (default: every bug of harness.mutation.MUTATIONS)")
     p.add_argument("--store", metavar="DIR", default=str(ROOT / "store" / "bench"),
                    help="store directory (default ./store/bench)")

@@ -33,9 +33,12 @@ MUTATIONS: dict[str, tuple[dict[str, Any], str]] = {
 
 def parse_mutations(text: str | None) -> dict[str, dict[str, Any]]:
     """``--toggles``: comma-separated mutations, each ``NAME=VALUE`` or several joined by ``+``
-    (``registration=3x+pipeline_on_connect=true``); None → every mutation of ``MUTATIONS``."""
+    (``registration=3x+pipeline_on_connect=true``); None → every mutation of ``MUTATIONS``; ``none`` → no
+    mutation (the fixed agent's runs only)."""
     if text is None:
         return {name: dict(t) for name, (t, _) in MUTATIONS.items()}
+    if text.strip() == "none":
+        return {}
     out: dict[str, dict[str, Any]] = {}
     for item in (x.strip() for x in text.split(",")):
         if not item:

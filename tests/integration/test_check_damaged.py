@@ -1,13 +1,17 @@
 """Damaged histories never become verdicts (issue 46): on a real SparkSession, each class of damage
 the issue named is refused by ``harness check`` with one ``FILE:LINE`` line (exit 254), or with
 ``--skip-damaged`` left out and counted, and the verdict unknown. A field that is missing where a
-registration checker needs it is ``unknown`` citing the event, never an anomaly. A property test
+checker needs it is ``unknown`` citing the event, never an anomaly, and never hides one: a sample of
+bench/fuzz_fields.py's deletions from every checker's holding and breaking history (the bench runs
+all of them). A property test
 damages lines of intact histories: the outcome is the refusal, or (skipped) an unknown verdict
 whose checkers each say what they say of the history without that line: never a flip."""
 
 from __future__ import annotations
 
 import json
+import random
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,9 @@ from base.errors import UsageError
 from checkers.project import check_histories
 from checkers.testing import EventLog
 from harness.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import fuzz_fields  # noqa: E402
 
 pytestmark = pytest.mark.integration
 S1, E1 = 0x100, 0x200000005
@@ -142,6 +149,26 @@ def test_an_observation_missing_its_czxid_is_unknown_not_an_unclaimed_znode(spar
     sr = r["checkers"]["single_registrant"]
     assert sr["valid"] == "unknown" and sr["stats"]["unknown_reasons"][0]["event_ids"] == ["observer/1"]
     assert r["checkers"]["registration_liveness"]["valid"] == "unknown" and r["valid"] == "unknown"
+
+
+def test_a_missing_field_never_flips_a_verdict(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    cuts = fuzz_fields.inputs(random.Random(46), 240, fuzz_fields.intact())
+    changes = fuzz_fields.sweep(tmp_path, cuts, spark=spark)
+    flips = [c for c in changes if c[2] == "flip"]
+    assert not flips, flips[:5]
+    assert any(c[2] == "unknown" for c in changes)  # the deletions were read: some checker could not decide
+
+
+def test_an_event_lacking_a_needed_field_is_cited() -> None:
+    """The local reader (no Spark) says the same: the registration checkers cite the event and its field."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        ls = lines_of(registered)
+        p = write(Path(d) / "h.jsonl", [*ls[:3], edit(ls[3], lambda x: x["value"].pop("czxid")), *ls[4:]])
+        r = check_histories([p], local=True, names=["registration_epochs"])[p]["checkers"]["registration_epochs"]
+    assert r["valid"] == "unknown", r
+    assert r["stats"]["lacking"] == ["agent:1/4 (register ok, line 4) lacks czxid"], r
 
 
 # --- property: damage a line of an intact history ----------------------------------------------------
