@@ -8,6 +8,7 @@ and never starts it. The run engine and ``harness check`` both call it.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -205,6 +206,13 @@ def damage(results: dict[str, Result], damaged: dict[str, Scan]) -> dict[str, Re
 
 
 WARM_UP_HISTORY = TRAINED_ON  # the class-data-sharing archive is trained on this warm-up
+WARM_UP_ENV = "HARNESS_SPARK_WARM_UP"  # "off": a run's session and the check server start without it
+
+
+def warm_up_wanted() -> bool:
+    """Whether a session should be warmed up (``$HARNESS_SPARK_WARM_UP`` is not ``off``): a head start
+    that a machine whose cores the run itself needs, or a test suite that starts many sessions, skips."""
+    return os.environ.get(WARM_UP_ENV) != "off"
 
 
 def warm_up(spark: SparkSession, cancelled: Callable[[], bool] | None = None) -> float:

@@ -4,9 +4,10 @@ with ``--batch``, ``harness analyze`` hands it its jobs too.
 
 ``harness check-server start`` runs ``python -m harness.checkserver`` detached. It starts a local session
 tuned for run-sized input (``checkers.spark.QUICK_JVM``), checks a small built-in history once so
-the JVM has compiled the checkers' code paths, then records ``STATE`` (pid, 127.0.0.1 port, a random
-key, master, batch) and answers requests until ``stop`` or ``--idle-timeout`` seconds without one (so a
-forgotten server does not hold its JVM forever). ``harness teardown`` stops it too.
+the JVM has compiled the checkers' code paths (``HARNESS_SPARK_WARM_UP=off`` skips the warm-ups),
+then records ``STATE`` (pid, 127.0.0.1 port, a random key, master, batch) and answers requests until
+``stop`` or ``--idle-timeout`` seconds without one (so a forgotten server does not hold its JVM
+forever). ``harness teardown`` stops it too.
 
 ``--batch`` starts the session for throughput instead (``checkers.spark.BATCH_JVM``, the settings of an
 in-process ``harness analyze``) and also runs ``harness.analysis.job.warm_up``: on a latency-tuned JVM
@@ -185,7 +186,7 @@ def status(st: ServerState) -> dict[str, Any]:
 
 # --- the server process -------------------------------------------------------------------------------
 def serve(state_path: Path, master: str | None, idle_timeout: float, batch: bool = False) -> int:
-    from checkers.project import warm_up
+    from checkers.project import WARM_UP_ENV, warm_up, warm_up_wanted
     from checkers.spark import get_spark, stop_spark
     from harness.analysis import job
 
@@ -196,9 +197,12 @@ def serve(state_path: Path, master: str | None, idle_timeout: float, batch: bool
         except EnvironmentFailed as e:  # no session: one line for the starter to show
             print(f"{NO_SESSION_PREFIX}{e}", flush=True)
             return NO_SESSION_EXIT
-        print(f"warm-up check {warm_up(spark):.1f}s", flush=True)
-        if batch:
-            print(f"warm-up analysis {job.warm_up(spark):.1f}s", flush=True)
+        if not warm_up_wanted():
+            print(f"no warm-up ({WARM_UP_ENV}=off)", flush=True)
+        else:
+            print(f"warm-up check {warm_up(spark):.1f}s", flush=True)
+            if batch:
+                print(f"warm-up analysis {job.warm_up(spark):.1f}s", flush=True)
     except KeyboardInterrupt:
         print("stopped while warming up", flush=True)
         stop_spark()

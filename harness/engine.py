@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import random
 import shlex
 import shutil
@@ -57,7 +56,6 @@ from workloads.base import Op, OpRecorder, WorkloadRunner
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-WARM_UP_ENV = "HARNESS_SPARK_WARM_UP"  # "off": the Spark session starts without the warm-up check
 
 
 @dataclass
@@ -158,7 +156,7 @@ class Engine:
     def warm_spark(self) -> None:
         """Start the Spark JVM in the background (it takes ~10 s; the cluster comes up meanwhile)."""
         if self._spark_future is None:
-            from checkers.project import warm_up
+            from checkers.project import warm_up, warm_up_wanted
             from checkers.spark import start_spark_in_background
 
             # A run's history is run-sized: a JVM tuned for start-up (checkers.spark.QUICK_JVM), its
@@ -167,8 +165,7 @@ class Engine:
             # HARNESS_SPARK_WARM_UP=off: no warm-up, for a machine whose two cores the run itself needs
             # (there the warm-up's CPU competed with the cluster: bench/RESULTS.md), and the test suite,
             # whose cold engines would each spend it again.
-            then = None if os.environ.get(WARM_UP_ENV) == "off" else \
-                functools.partial(warm_up, cancelled=self._check_began.is_set)
+            then = functools.partial(warm_up, cancelled=self._check_began.is_set) if warm_up_wanted() else None
             self._spark_future = start_spark_in_background(self.spark_master, quick=True, then=then)
 
     def spark(self) -> Any:

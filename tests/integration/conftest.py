@@ -57,7 +57,8 @@ def warm_engine(tmp_path_factory):
     from rich.console import Console
 
     from base.inventory import load_inventory
-    from harness.engine import WARM_UP_ENV, Engine
+    from checkers.project import WARM_UP_ENV
+    from harness.engine import Engine
 
     with Engine(load_inventory(), tmp_path_factory.mktemp("warm-store"), Console(quiet=True), keep_warm=True) as e:
         off = os.environ.pop(WARM_UP_ENV, None)

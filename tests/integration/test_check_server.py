@@ -22,10 +22,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900
 REPO = Path(__file__).resolve().parents[2]
 
 
-def harness(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def harness(*argv: str, timeout: float = 600, warm_up: bool = False) -> subprocess.CompletedProcess[str]:
+    """The CLI in a new process; a check server it starts skips its warm-up (tests/conftest.py) unless
+    ``warm_up``: the batch server's test keeps both of its warm-ups."""
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_SPARK_MASTER"}
+    if warm_up:
+        env.pop("HARNESS_SPARK_WARM_UP", None)
     return subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env={k: v for k, v in os.environ.items()
-                                                           if k != "HARNESS_SPARK_MASTER"})
+                          timeout=timeout, cwd=REPO, env=env)
 
 
 def gone(st: server.ServerState, within: float) -> bool:
@@ -127,9 +131,10 @@ def test_analyze_on_a_batch_server_as_in_process(tmp_path: Path) -> None:
         harness("check-server", "stop")
     assert gone(st, 30)
 
-    p = harness("check-server", "start", "--batch", "--idle-timeout", "600")
+    p = harness("check-server", "start", "--batch", "--idle-timeout", "600", warm_up=True)
     st = server.read_state()
     assert p.returncode == 0 and "batch" in p.stdout and st is not None and st.batch, p.stdout + p.stderr
+    assert "warm-up analysis" in Path(st.log).read_text(), Path(st.log).read_text()
     try:
         on = harness("analyze", str(store), "--out", str(tmp_path / "on"))
         assert on.returncode == 0 and f"on the batch check server (pid {st.pid}" in on.stderr, on.stderr
