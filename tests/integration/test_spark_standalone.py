@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from checkers.project import check_histories
 from tests.sparkcluster import standalone_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +47,7 @@ def check(run_dir: Path, cwd: Path, *extra: str, env: dict[str, str] | None = No
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_check_on_standalone_cluster_matches_local(tmp_path: Path) -> None:
+def test_check_on_standalone_cluster_matches_local(spark, tmp_path: Path) -> None:  # noqa: ANN001
     py = bare_python(tmp_path / "bare")
     with standalone_cluster(tmp_path / "spark") as cluster:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HARNESS_SPARK_MASTER")}
@@ -74,8 +75,10 @@ def test_check_on_standalone_cluster_matches_local(tmp_path: Path) -> None:
         # Every call above probed the master's RPC port first (checkers.rpc_probe): no error in its log.
         master_log = (cluster.log_dir / "master.out").read_text(errors="replace")
         assert "got disassociated" in master_log and " ERROR " not in master_log
-    rc_local, local = check(STORED_RUN, tmp_path, "--spark-master", "local[2]")
-    assert (rc, remote["valid"]) == (rc_local, local["valid"]) == (0, True)
+    # the local verdict on the suite's own local session (a `harness check` in-process: the same call)
+    history = str(STORED_RUN / "history.jsonl")
+    local = check_histories([history], spark=spark)[history]
+    assert (rc, remote["valid"], local["valid"]) == (0, True, True)
     assert remote["anomalies"] == local["anomalies"]
     assert {k: v["valid"] for k, v in remote["checkers"].items()} == {k: v["valid"] for k, v in local["checkers"].items()}
     assert remote["stats"]["events"] == local["stats"]["events"] == 109
