@@ -339,10 +339,11 @@ class ReplicaManager:
     def _isr_loop(self) -> None:
         while not self.broker.stopping.is_set():
             time.sleep(self.fetch_interval)
-            for lp, new_isr in self._isr_proposals():
-                self.send_alter_partition(lp, new_isr)
+            for lp, new_isr, state in self._isr_proposals():
+                self.send_alter_partition(lp, new_isr, proposed_on=state)
 
-    def _isr_proposals(self) -> list[tuple[LocalPartition, list[int]]]:
+    def _isr_proposals(self) -> list[tuple[LocalPartition, list[int], PartitionState]]:
+        """(partition, ISR to propose, the state it was judged on) for each leader whose ISR should change."""
         out = []
         now = time.monotonic()
         with self.lock:
@@ -359,7 +360,7 @@ class ReplicaManager:
                     if r != self.me and fi is not None and now - fi.last_caught_up > self.lag_max:
                         isr.remove(r)
                 if tuple(isr) != lp.state.isr and isr:
-                    out.append((lp, isr))
+                    out.append((lp, isr, lp.state))
         return out
 
     def build_alter_partition(self, lp: LocalPartition, isr_with_epochs: list[dict[str, int]]) -> dict[str, Any]:
@@ -393,9 +394,15 @@ class ReplicaManager:
 
     def send_alter_partition(self, lp: LocalPartition, isr: list[int],
                              isr_with_epochs: list[dict[str, int]] | None = None,
-                             force_send: bool = False) -> dict[str, Any] | None:
+                             force_send: bool = False,
+                             proposed_on: PartitionState | None = None) -> dict[str, Any] | None:
+        """``proposed_on``: the state a proposal was judged on. Kafka's leader decides and sends an
+        ISR change under one partition lock (Partition.maybeExpandIsr); here the loop judges all
+        partitions first, so a LeaderAndIsr may land in between, resetting what the followers
+        fetched: a proposal judged on another state is dropped (the next round judges the new one),
+        never sent with the new state's epochs."""
         with self.lock:
-            if lp.state is None:
+            if lp.state is None or (proposed_on is not None and lp.state is not proposed_on):
                 return None
             entries = isr_with_epochs if isr_with_epochs is not None else self.isr_with_epochs(lp, isr)
             req = self.build_alter_partition(lp, entries)

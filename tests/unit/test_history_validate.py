@@ -123,3 +123,13 @@ def test_envelope_only_check_leaves_value_fields_alone() -> None:
     assert check_record(json.loads(value(epoch="x")), values=False)["value"]["epoch"] == "x"
     with pytest.raises(ValueError, match="value.epoch of a register event must be a 64-bit integer"):
         check_record(json.loads(value(epoch="x")))
+
+
+def test_a_map_may_hold_a_null_entry_but_not_a_wrong_typed_one() -> None:
+    """``based_on_fetch`` names no fetch for a replica the leader has not heard from: a null entry the
+    agents write (found by the fixed agent's nightly, where it was refused as damage)."""
+    ap = {**REG, "f": "alter_partition", "type": "event", "value": {"request_id": "b1-alter-1", "based_on_fetch":
+                                                                     {"2": None, "3": "agent:1/9"}}}
+    assert check_record(ap)["value"]["based_on_fetch"] == {"2": None, "3": "agent:1/9"}
+    with pytest.raises(ValueError, match="based_on_fetch of a alter_partition event must be an object of strings"):
+        check_record({**ap, "value": {"based_on_fetch": {"2": 5}}})
