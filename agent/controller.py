@@ -258,9 +258,17 @@ class Controller:
                                             self.ctx.live.get(leader))
         d = None
         if code == errors.NONE:
+            live = self.ctx.live
+            if self.toggles.isr_epoch_check == "kip903":
+                # KRaft checks the epochs against its own registrations, which a broker must renew
+                # with the controller before it fetches again. Here brokers register with ZooKeeper, and
+                # the controller's live map lags it (a held AlterPartition reaches the controller
+                # before the BrokerChange of the restart it predates), so the check reads them.
+                live = self.zkc.read_live_brokers()
+                base["live"] = dict(live)
             d = alter_partition_decision(
                 self.ctx.states.get(tp), int(req["leader_epoch"]), int(req["partition_epoch"]),
-                req.get("new_isr_with_epochs", []), self.ctx.live, self.toggles.isr_epoch_check, self.ctx.epoch,
+                req.get("new_isr_with_epochs", []), live, self.toggles.isr_epoch_check, self.ctx.epoch,
                 self.ctx.shutting_down)
             code = d.error
         st = None
