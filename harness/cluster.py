@@ -27,6 +27,7 @@ import shlex
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,7 +38,7 @@ from kazoo.client import KazooClient
 from agent.client import use_token
 from agent.config import AgentConfig, Toggles
 from base import hostkeys
-from base.components import Component
+from base.components import Component, ProcState
 from base.components.agent import AgentProcess, build_agent_bundle
 from base.components.sshd import EmbeddedSshd
 from base.components.toxiproxy import Link, LinkNet, ToxiproxyServer
@@ -405,23 +406,37 @@ class Cluster:
         return self.agents[broker_id]
 
     def wait_registered(self, broker_ids: list[int] | None = None, timeout: float = 30.0) -> dict[int, int]:
-        """Block until each broker's znode exists; returns broker id → czxid."""
+        """Block until each broker's znode exists; returns broker id → czxid. A broker whose process
+        is gone before it registered fails the wait at once (nothing would register it), with how it
+        ended and its log's last lines (``exited_error``); the processes are looked at once a second."""
         ids = broker_ids if broker_ids is not None else sorted(self.agents)
         zk = self.zk()
         found: dict[int, int] = {}
+        next_look = [time.monotonic()]
 
         def all_registered() -> bool:
             for b in ids:
                 stat = zk.exists(f"/brokers/ids/{b}")
                 if stat is not None:
                     found[b] = stat.czxid
-            return len(found) == len(ids)
+            missing = [b for b in ids if b not in found]
+            if missing and time.monotonic() >= next_look[0]:
+                next_look[0] = time.monotonic() + 1.0
+                self._raise_if_exited(missing, "before it registered")
+            return not missing
 
         if not wait_until(all_registered, timeout):
             missing = sorted(set(ids) - set(found))
             logs = "".join(f"; b{b}'s agent log ends: {self.agents[b].log_tail()}" for b in missing if b in self.agents)
             raise TimeoutError(f"brokers {missing} not registered after {timeout:.0f}s{logs}")
         return found
+
+    def _raise_if_exited(self, broker_ids: list[int], when: str) -> None:
+        """``exited_error`` of the first of these started brokers whose process is gone."""
+        for b in broker_ids:
+            broker = self.agents.get(b)
+            if broker is not None and broker.state() is ProcState.STOPPED:
+                raise broker.exited_error(when)
 
     def components(self) -> dict[str, Component]:
         """Node name → component: the ZooKeeper servers and the started agents."""

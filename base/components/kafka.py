@@ -10,6 +10,27 @@ small heap, detached, through the node's ``Remote`` like every other ``RemotePro
 
 Versions without ZooKeeper mode (4.0 and later) and versions Maven cannot resolve are bad input
 (``UsageError``: one line, exit 254 from ``python -m base.components.kafka``).
+
+Kafka 2.0-2.3 bring a ZooKeeper 3.4 client (3.4.13, 3.4.14), and on Java 14 and later it reaches no
+server: its ``StaticHostProvider.getHostString`` takes the host from ``InetSocketAddress.toString()``,
+which JDK 14 changed to ``host/<unresolved>:port`` for an unresolved address, so every address
+becomes ``127.0.0.1/<unresolved>`` and the connect fails (``UnresolvedAddressException``; ZooKeeper
+3.4 reached end of life with it unfixed). Java 17 is the only JRE this project's Debian offers, so
+``fetch_kafka`` replaces such a client: when the resolved jars hold ``zookeeper-3.4.*.jar`` it
+resolves again with ``ZK_CLIENT`` (the last 3.5 release) as a direct dependency, which Maven's
+nearest-wins rule puts in place of the 3.4 jar and its 3.4-only dependencies (netty 3, jline, log4j
+and its slf4j binding). The 3.5 client takes the host with ``getHostString()`` and keeps 3.4's client
+API: every ZooKeeper class, method and field that the jars of Kafka 2.0.1, 2.1.1, 2.2.2 and 2.3.1
+(kafka and kafka-clients) and zkclient 0.11 reference exists in 3.5.10 with the same signature (read
+from their class files' constant pools). A broker then runs a newer client than its release shipped
+with: the client's own behaviour (reconnects, session handling) is 3.5's, Kafka's is the release's.
+The replacement is written in the cache's ``.complete`` file; a cache holding a 3.4 client (fetched
+before) is fetched again.
+
+A broker process that exits before it has started fails the wait at once: the JVM runs under a
+small shell that writes its exit status next to the log (``exit_code()``), and ``wait_started``
+polls the process with the log in one remote command, so the error names the exit code and the
+log's last lines instead of waiting out the timeout.
 """
 
 from __future__ import annotations
@@ -20,11 +41,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from base.components.process import RemoteProcess
+from base.components.process import EXIT_LOG_LINES, RemoteProcess
 from base.errors import EXIT_BAD_INPUT, UsageError
 from base.localstate import KAFKA_LOGS_PREFIX, owned_tempdir
 from base.remote import Remote, RemoteError
@@ -38,6 +59,11 @@ MAIN_CLASS = "kafka.Kafka"
 # slf4j 1.7 binding works with every slf4j-api 1.7.x that Kafka 2.x-3.9 brings
 LOGGING_DEPS = (("org.slf4j", "slf4j-reload4j", "1.7.36"), ("ch.qos.reload4j", "reload4j", "1.2.25"))
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+# the ZooKeeper client that replaces a 3.4 one (module docstring): 3.5.10, the last 3.5 release,
+# whose runtime dependencies are slf4j-api, audience-annotations, zookeeper-jute and Netty 4 (no
+# log4j of its own next to reload4j; Netty is what --zk-socket netty needs, which 3.4 lacked)
+ZK_CLIENT = ("org.apache.zookeeper", "zookeeper", "3.5.10")
+_ZK_JAR = re.compile(r"^zookeeper-(\d+)\.(\d+)\.(\d+)\.jar$")
 LOG4J_PROPERTIES = """\
 log4j.rootLogger=INFO, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
@@ -68,9 +94,29 @@ def kafka_artifact(version: str) -> str:
     return f"org.apache.kafka:kafka_{scala}:{version}"
 
 
-def _pom(version: str) -> str:
+def bundled_zookeeper(jars: Iterable[str]) -> str | None:
+    """The version of the ZooKeeper client among these jar names (``zookeeper-X.Y.Z.jar``), if any."""
+    for name in jars:
+        m = _ZK_JAR.match(name)
+        if m is not None:
+            return f"{m[1]}.{m[2]}.{m[3]}"
+    return None
+
+
+def zookeeper_replacement(bundled: str | None) -> str | None:
+    """The ZooKeeper client version that replaces ``bundled``: ``ZK_CLIENT``'s for a 3.4 client (it
+    cannot connect on Java 14+), None for any other (3.5 and later take the host right)."""
+    if bundled is not None and bundled.split(".")[:2] == ["3", "4"]:
+        return ZK_CLIENT[2]
+    return None
+
+
+def _pom(version: str, zookeeper: str | None = None) -> str:
+    """The pom whose runtime dependencies are Kafka VERSION's server jars; with ``zookeeper``, that
+    ZooKeeper client as a direct dependency (nearer than Kafka's own, so Maven takes it instead)."""
     group, artifact, _ = kafka_artifact(version).split(":")
-    deps = [(group, artifact, version), *LOGGING_DEPS]
+    zk = [(ZK_CLIENT[0], ZK_CLIENT[1], zookeeper)] if zookeeper else []
+    deps = [(group, artifact, version), *zk, *LOGGING_DEPS]
     body = "".join(f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>"
                    "</dependency>" for g, a, v in deps)
     return ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
@@ -98,7 +144,7 @@ def fetch_kafka(version: str, cache: Path = KAFKA_CACHE, mvn: str = "mvn", timeo
     parse_version(version)
     home = cache / version
     libs = home / "libs"
-    if (home / ".complete").exists() and any(libs.glob("kafka_*.jar")):
+    if _cached(home, libs):
         return libs
     if shutil.which(mvn) is None:
         raise UsageError(f"Kafka {version}: Maven ({mvn}) is not installed; `make install` installs it")
@@ -111,24 +157,47 @@ def fetch_kafka(version: str, cache: Path = KAFKA_CACHE, mvn: str = "mvn", timeo
         raise
 
 
+def _cached(home: Path, libs: Path) -> bool:
+    """A complete cache whose ZooKeeper client needs no replacement (one fetched before the
+    replacement existed holds a 3.4 client, and is fetched again)."""
+    names = [p.name for p in libs.glob("*.jar")] if libs.is_dir() else []
+    return ((home / ".complete").exists() and any(n.startswith("kafka_") for n in names)
+            and zookeeper_replacement(bundled_zookeeper(names)) is None)
+
+
 def _resolve(version: str, home: Path, libs: Path, mvn: str, timeout: float) -> Path:
     with tempfile.TemporaryDirectory(dir=home, prefix="fetch-") as tmp:
-        pom = Path(tmp) / "pom.xml"
-        pom.write_text(_pom(version))
-        out = Path(tmp) / "libs"
-        try:
-            p = subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies",
-                                "-DincludeScope=runtime", f"-DoutputDirectory={out}"],
-                               capture_output=True, text=True, timeout=timeout, cwd=tmp)
-        except subprocess.TimeoutExpired:
-            raise UsageError(f"Kafka {version}: Maven did not finish within {timeout:.0f}s") from None
-        if p.returncode != 0 or not any(out.glob("kafka_*.jar")):
-            raise UsageError(f"Kafka {version}: Maven could not resolve {kafka_artifact(version)}: "
-                             f"{_maven_error(p.stdout + p.stderr)}")
+        out = _copy_dependencies(version, None, Path(tmp) / "libs", mvn, timeout)
+        bundled = bundled_zookeeper(p.name for p in out.glob("*.jar"))
+        replacement = zookeeper_replacement(bundled)
+        note = ""
+        if replacement is not None:
+            out = _copy_dependencies(version, replacement, Path(tmp) / "libs-zk", mvn, timeout)
+            got = bundled_zookeeper(p.name for p in out.glob("*.jar"))
+            if got != replacement or len(list(out.glob("zookeeper-3*.jar"))) != 1:
+                raise UsageError(f"Kafka {version}: its ZooKeeper client {bundled} was not replaced by "
+                                 f"{replacement} (got {got})")
+            note = f"zookeeper client {bundled} replaced by {replacement}: 3.4 cannot connect on Java 14+\n"
         shutil.rmtree(libs, ignore_errors=True)
         out.rename(libs)
-    (home / ".complete").write_text(kafka_artifact(version) + "\n")
+    (home / ".complete").write_text(kafka_artifact(version) + "\n" + note)
     return libs
+
+
+def _copy_dependencies(version: str, zookeeper: str | None, out: Path, mvn: str, timeout: float) -> Path:
+    """Maven's ``dependency:copy-dependencies`` of ``_pom(version, zookeeper)`` into ``out``."""
+    pom = out.parent / f"pom-{out.name}.xml"
+    pom.write_text(_pom(version, zookeeper))
+    try:
+        p = subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies",
+                            "-DincludeScope=runtime", f"-DoutputDirectory={out}"],
+                           capture_output=True, text=True, timeout=timeout, cwd=out.parent)
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"Kafka {version}: Maven did not finish within {timeout:.0f}s") from None
+    if p.returncode != 0 or not any(out.glob("kafka_*.jar")):
+        raise UsageError(f"Kafka {version}: Maven could not resolve {kafka_artifact(version)}: "
+                         f"{_maven_error(p.stdout + p.stderr)}")
+    return out
 
 
 @dataclass(slots=True)
@@ -211,13 +280,32 @@ class KafkaBroker(RemoteProcess):
                         f"printf %s {shlex.quote(props)} > {wd}/server.properties && "
                         f"printf %s {shlex.quote(LOG4J_PROPERTIES)} > {wd}/log4j.properties", check=True)
 
+    @property
+    def exit_file(self) -> str:
+        return f"{self.workdir}/kafka.exit"
+
     def command(self) -> tuple[str, dict[str, str] | None]:
         s, wd = self.settings, self.workdir
         props = "".join(f"{shlex.quote(f'-D{k}={v}')} " for k, v in s.system_props.items())
-        return (f"{shlex.quote(s.java)} -Xmx{s.heap_mb}m -Xms{s.heap_mb}m -XX:+UseSerialGC "
+        java = (f"{shlex.quote(s.java)} -Xmx{s.heap_mb}m -Xms{s.heap_mb}m -XX:+UseSerialGC "
                 f"-XX:TieredStopAtLevel=1 -Djava.awt.headless=true -Duser.timezone=UTC {props}"
                 f"-Dlog4j.configuration=file:{shlex.quote(wd + '/log4j.properties')} "
-                f"-cp {shlex.quote(self.libs_dir + '/*')} {MAIN_CLASS} {shlex.quote(wd + '/server.properties')}"), None
+                f"-cp {shlex.quote(self.libs_dir + '/*')} {MAIN_CLASS} {shlex.quote(wd + '/server.properties')}")
+        return recording_exit(java, self.exit_file), None
+
+    @property
+    def label(self) -> str:
+        return f"Kafka {self.settings.version}"
+
+    def exit_code(self) -> int | None:
+        """The exit status of this start's JVM once it has exited by itself; None while it runs, or
+        when it was killed by a signal to its group (a nemesis's kill, a stop that SIGKILLed it)."""
+        text = self.remote.run(f"cat {shlex.quote(self.exit_file)} 2>/dev/null", timeout=10).stdout.strip()
+        return int(text) if text.isdigit() else None
+
+    def how_it_ended(self) -> str:
+        code = self.exit_code()
+        return f"exited with code {code}" if code is not None else "was killed by a signal (no exit code)"
 
     @property
     def previous_log(self) -> str:
@@ -226,7 +314,8 @@ class KafkaBroker(RemoteProcess):
     def start(self) -> None:
         """Start the broker; the log of a previous start (before a kill or bounce) is kept."""
         lf = shlex.quote(self.logfile)
-        self.remote.run(f"if test -s {lf}; then cat {lf} >> {shlex.quote(self.previous_log)}; fi", timeout=60)
+        self.remote.run(f"rm -f {shlex.quote(self.exit_file)}; "
+                        f"if test -s {lf}; then cat {lf} >> {shlex.quote(self.previous_log)}; fi", timeout=60)
         self.on_start(self)
         super().start()
 
@@ -238,17 +327,33 @@ class KafkaBroker(RemoteProcess):
             prev = self.download(self.previous_log, dest / f"{self.name}-{self.role}-previous.log")
         return [*super().logs(dest), *([prev] if prev is not None else [])]
 
+    @property
+    def started_marker(self) -> str:
+        return f"[KafkaServer id={self.broker_id}] started"
+
     def started(self) -> bool:
         """The broker says it finished starting (``KafkaServer.startup``); before that a SIGTERM
         halts it ("Kafka server is still starting up, cannot shut down!")."""
-        marker = f"[KafkaServer id={self.broker_id}] started"
-        return self.remote.run(f"grep -qF {shlex.quote(marker)} {shlex.quote(self.logfile)}", timeout=10).ok
+        return self.remote.run(f"grep -qF {shlex.quote(self.started_marker)} {shlex.quote(self.logfile)}",
+                               timeout=10).ok
+
+    def start_state(self) -> str:
+        """``started``, ``starting`` or ``exited``, in one remote command (over SSH each is a round trip)."""
+        res = self.remote.run(start_probe(self.started_marker, self.logfile, self.pidfile), timeout=10)
+        return res.stdout.strip() or "starting"  # a probe that failed to run proves nothing
 
     def wait_started(self, timeout: float = 180.0) -> None:
-        if not wait_until(self.started, timeout, poll=0.25):
-            tail = self.remote.run(f"tail -n 5 {shlex.quote(self.logfile)}", timeout=10).stdout.strip()
-            raise RemoteError(f"{self.name}: Kafka {self.settings.version} did not start within {timeout:.0f}s; "
-                              f"last log lines: {tail}")
+        """Until Kafka says it started; a process that exits first fails at once (``exited_error``)."""
+
+        def settled() -> str | None:
+            state = self.start_state()
+            return None if state == "starting" else state
+
+        if (state := wait_until(settled, timeout, poll=0.25)) == "exited":
+            raise self.exited_error("before it started")
+        if state != "started":
+            raise RemoteError(f"{self.name}: {self.label} did not start within {timeout:.0f}s; "
+                              f"its log ends: {self.log_tail(EXIT_LOG_LINES)}")
 
     def wipe(self) -> None:
         """Delete the broker's log dirs (its partitions and meta.properties)."""
@@ -277,6 +382,25 @@ class KafkaBroker(RemoteProcess):
 
     def wait_for(self, pred: Callable[[Event], bool], timeout: float, poll: float = 0.2) -> Event | None:
         return wait_until(lambda: next((ev for ev in self.events() if pred(ev)), None), timeout, max(poll, 0.25))
+
+
+def recording_exit(command: str, exit_file: str) -> str:
+    """``command`` run by a shell that writes its exit status to ``exit_file`` when it ends by itself.
+    The shell leads the process group the harness signals: a SIGTERM reaches both, and the shell
+    (trapping it) waits for the command to finish its shutdown, so a stop still sees the group go
+    only once the command is gone; a SIGKILL of the group ends both and writes nothing; SIGSTOP and
+    SIGCONT reach both, so the shell's state is the command's (stopped, or not)."""
+    script = (f"trap : TERM; {command} & c=$!; wait $c; s=$?; "
+              f"while kill -0 $c 2>/dev/null; do wait $c; s=$?; done; echo $s > {shlex.quote(exit_file)}")
+    return f"sh -c {shlex.quote(script)}"
+
+
+def start_probe(marker: str, logfile: str, pidfile: str) -> str:
+    """Shell printing ``started`` when ``logfile`` holds ``marker``, else ``exited`` when the
+    process of ``pidfile`` is gone (``parse_stat``'s stopped: none, or a zombie), else ``starting``."""
+    return (f"if grep -qF {shlex.quote(marker)} {shlex.quote(logfile)} 2>/dev/null; then echo started; "
+            f"else s=$(ps -o stat= -p \"$(cat {shlex.quote(pidfile)} 2>/dev/null)\" 2>/dev/null); "
+            "case \"$s\" in ''|[ZXx]*) echo exited;; *) echo starting;; esac; fi")
 
 
 def main(argv: list[str] | None = None) -> int:

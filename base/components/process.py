@@ -18,7 +18,10 @@ import subprocess
 from pathlib import Path
 
 from base.components import ProcState, Unsupported, parse_stat
+from base.errors import EnvironmentFailed
 from base.remote import KILL_WAIT_S, ProcessControl, Remote, RemoteError, stop_child
+
+EXIT_LOG_LINES = 20  # the log lines quoted for a process that exited before it was up
 
 
 class RemoteProcess:
@@ -70,6 +73,22 @@ class RemoteProcess:
             return f"(log unreadable: {e})"
         text = " | ".join(ln.strip() for ln in res.stdout.splitlines() if ln.strip())
         return text or "(log empty)"
+
+    @property
+    def label(self) -> str:
+        """What this process is, for an error (``KafkaBroker``: ``Kafka VERSION``)."""
+        return self.role
+
+    def how_it_ended(self) -> str:
+        """How the process ended, for an error; a process whose command records its exit status
+        (``KafkaBroker``) says it."""
+        return "exited"
+
+    def exited_error(self, when: str) -> EnvironmentFailed:
+        """The error for a process found gone before it was up: what it is, how it ended and its
+        log's last ``EXIT_LOG_LINES`` lines, in one line."""
+        return EnvironmentFailed(f"{self.name}: {self.label} {self.how_it_ended()} {when}; "
+                                 f"its log ends: {self.log_tail(EXIT_LOG_LINES)}")
 
     def download(self, remote_path: str, local: Path) -> Path | None:
         """Copy a file of this process's node here; None when it cannot be had (not written yet)."""

@@ -2,7 +2,9 @@
 
 The jars come from Maven Central through Maven (cached under .local/kafka/VERSION); the broker runs
 detached like every RemoteProcess, registers /brokers/ids/N, is killed (its registration goes with
-its session), restarted from its log dirs and stopped.
+its session), restarted from its log dirs and stopped: on 3.9.1, and on 2.1.1, whose bundled
+ZooKeeper 3.4 client reaches no server on Java 14+ and is replaced by a 3.5 one at fetch time. A
+broker that exits before it is up (a bad config) fails its start at once, with its log's last lines.
 """
 
 from __future__ import annotations
@@ -19,16 +21,19 @@ from kazoo.client import KazooClient
 
 from base import hostkeys
 from base.components import ProcState
-from base.components.kafka import KAFKA_CACHE, KafkaBroker, KafkaSettings, fetch_kafka
+from base.components.kafka import KAFKA_CACHE, ZK_CLIENT, KafkaBroker, KafkaSettings, fetch_kafka
 from base.components.sshd import EmbeddedSshd
+from base.errors import EnvironmentFailed
 from base.ports import free_port
 from base.remote import LocalRemote, SSHRemote
 from nemesis.zkproxy import ProxyProcess
+from tests.classrefs import unresolved
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
 VERSION = "3.9.1"
+OLD_VERSION = "2.1.1"  # the last release before KIP-380; Kafka before 2.4 brings a ZooKeeper 3.4 client
 NODE = "127.0.0.21"  # the broker node's address (loopback)
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,13 +68,15 @@ def zk(zk_server) -> Iterator[KazooClient]:
     c.close()
 
 
-def test_real_kafka_broker_registers_is_killed_restarted_and_stopped(zk_server, zk, kafka_libs, node, tmp_path):
+@pytest.mark.parametrize("version", [VERSION, OLD_VERSION])
+def test_real_kafka_broker_registers_is_killed_restarted_and_stopped(zk_server, zk, node, tmp_path, version):
+    kafka_libs = fetch_kafka(version)  # real Maven; a no-op once cached
     chroot = f"/kafka-{uuid.uuid4().hex[:8]}"  # the session-wide server stays clean
     host = NODE
     port = free_port(host)
     # T = 10 s: the pause below must stay well inside the session even on a loaded machine (at 3 s a
     # pause that took the JVM a while to reach every thread once outlasted it and the session expired)
-    settings = KafkaSettings(VERSION, f"{zk_server.connect_string}{chroot}", session_timeout_ms=10000)
+    settings = KafkaSettings(version, f"{zk_server.connect_string}{chroot}", session_timeout_ms=10000)
     # shipped over SSH (SFTP) to the node's workdir, started and signalled over SSH
     broker = KafkaBroker("kafka1", 1, host, port, node, str(tmp_path / "kafka1"), settings)
     ids = f"{chroot}/brokers/ids/1"
@@ -109,12 +116,49 @@ def test_real_kafka_broker_registers_is_killed_restarted_and_stopped(zk_server, 
         wait_for(lambda: zk.exists(ids) is None, 10, f"{ids} to go on a clean stop")
         log, previous = (p.read_text() for p in broker.logs(tmp_path / "logs"))
         assert "[KafkaServer id=1] started" in log and "[KafkaServer id=1] shut down completed" in log
-        # the first start's log survives the restart; Kafka logs the registration with its broker epoch
-        assert f"Registered broker 1 at path /brokers/ids/1 with addresses: PLAINTEXT://{host}:{port}, " \
-               f"czxid (broker epoch): {first['czxid']}" in previous
+        # the first start's log survives the restart; Kafka logs the registration (2.2 and later with
+        # its broker epoch, KIP-380)
+        if version == VERSION:
+            assert f"Registered broker 1 at path /brokers/ids/1 with addresses: PLAINTEXT://{host}:{port}, " \
+                   f"czxid (broker epoch): {first['czxid']}" in previous
+        else:  # the ZooKeeper client that connected is the replacement, not the bundled 3.4 one
+            assert "Registered broker 1 at path /brokers/ids/1 with addresses: " in previous
+            assert f"Client environment:zookeeper.version={ZK_CLIENT[2]}" in previous
+            assert not list(kafka_libs.glob("zookeeper-3.4.*.jar"))
     finally:
         broker.stop(grace=5)
         zk.delete(chroot, recursive=True)
+
+
+def test_kafka_before_2_4_gets_a_zookeeper_client_with_every_member_it_links_against():
+    """The fetched 2.1.1 holds the replacement client, not its 3.4.13, and every ZooKeeper class,
+    method and field its jars reference is in it (else the JVM would fail to link them)."""
+    libs = fetch_kafka(OLD_VERSION)
+    assert sorted(p.name for p in libs.glob("zookeeper*.jar")) == [f"zookeeper-{ZK_CLIENT[2]}.jar",
+                                                                   f"zookeeper-jute-{ZK_CLIENT[2]}.jar"]
+    assert f"replaced by {ZK_CLIENT[2]}" in (libs.parent / ".complete").read_text()
+    users = [libs / f"kafka_2.12-{OLD_VERSION}.jar", libs / f"kafka-clients-{OLD_VERSION}.jar",
+             *libs.glob("zkclient-*.jar")]
+    assert unresolved(users, libs.glob("zookeeper*.jar"), "org/apache/zookeeper/") == set()
+
+
+def test_a_broker_that_exits_at_once_fails_its_start_with_its_exit_code_and_log(kafka_libs, tmp_path):
+    """A bad config: Kafka logs the ConfigException and exits 1 before it is up; the wait for its
+    start says so at once (not after its timeout), naming the broker, the exit code and the log."""
+    settings = KafkaSettings(VERSION, "127.0.0.1:1/none", extra={"zookeeper.session.timeout.ms": "soon"})
+    broker = KafkaBroker("kafka1", 1, "127.0.0.1", free_port("127.0.0.1"), LocalRemote(),
+                         str(tmp_path / "kafka1"), settings)
+    try:
+        broker.install(kafka_libs)
+        broker.start()
+        with pytest.raises(EnvironmentFailed) as e:
+            broker.wait_started(timeout=300)
+        msg = str(e.value)
+        assert msg.startswith(f"kafka1: Kafka {VERSION} exited with code 1 before it started; its log ends: ")
+        assert "Invalid value soon for configuration zookeeper.session.timeout.ms" in msg
+        assert broker.state() is ProcState.STOPPED and broker.exit_code() == 1
+    finally:
+        broker.stop(grace=5)
 
 
 def test_unresolvable_or_kraft_only_version_is_one_line_exit_254():

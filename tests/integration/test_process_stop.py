@@ -82,3 +82,31 @@ def test_kill_returns_once_the_process_is_gone(tmp_path: Path, pause: bool, shel
     assert _group_gone(pid) and control.state(pidfile) is ProcState.STOPPED
     assert control.kill(pidfile) is False
     assert control.kill(str(tmp_path / "none.pid")) is False
+
+
+def test_a_command_under_recording_exit_is_stopped_killed_and_paused_as_one(tmp_path: Path, shell: str) -> None:
+    """A Kafka broker's JVM runs under ``kafka.recording_exit``'s shell, which leads the group: a
+    stop's SIGTERM lets the command finish its shutdown before the group counts as gone (a Kafka
+    controlled shutdown), and its exit status is written; a pause stops both; a kill writes none."""
+    from base.components.kafka import recording_exit
+
+    done, exit_file = tmp_path / "done", str(tmp_path / "exit")
+    slow_exit = f"trap 'sleep 0.5; echo shut > {done}; exit 0' TERM; while :; do sleep 0.1; done"
+    control, pidfile, pid = _start_recorded(tmp_path, recording_exit(f"sh -c {slow_exit!r}", exit_file), shell)
+    os.killpg(pid, signal.SIGSTOP)
+    wait_for(lambda: control.state(pidfile) is ProcState.PAUSED, 10, "the group to be paused")
+    assert control.stop(pidfile, grace=10.0) is True  # continued, then SIGTERM
+    assert done.read_text() == "shut\n" and Path(exit_file).read_text() == "0\n"
+    assert _group_gone(pid) and control.state(pidfile) is ProcState.STOPPED
+    Path(exit_file).unlink()
+    control, pidfile, pid = _start_recorded(tmp_path, recording_exit("sh -c 'sleep 30'", exit_file), shell)
+    assert control.kill(pidfile) is True
+    assert _group_gone(pid) and not Path(exit_file).exists()
+
+
+def _start_recorded(tmp_path: Path, command: str, shell: str) -> tuple[ProcessControl, str, int]:
+    control = ProcessControl(LocalRemote(shell=shell))
+    pidfile = str(tmp_path / "r.pid")
+    pid = control.start(command, str(tmp_path), pidfile, str(tmp_path / "r.log"))
+    time.sleep(0.3)  # the shells have set their traps
+    return control, pidfile, pid

@@ -1,24 +1,37 @@
-"""base.components.kafka without a JVM or Maven: versions, coordinates, config, Maven's errors."""
+"""base.components.kafka without a JVM or Maven: versions, coordinates, config, Maven's errors, which
+ZooKeeper client replaces a bundled one, and how a start that ended is told (with ``sh``)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from base.components import Component
+from base.components import Component, ProcState
 from base.components.kafka import (
+    ZK_CLIENT,
     KafkaBroker,
     KafkaSettings,
+    _cached,
     _maven_error,
+    _pom,
+    bundled_zookeeper,
     kafka_artifact,
     parse_version,
+    recording_exit,
     render_server_properties,
+    start_probe,
+    zookeeper_replacement,
 )
-from base.errors import UsageError
+from base.components.process import RemoteProcess
+from base.errors import EnvironmentFailed, UsageError
 from base.remote import LocalRemote
+from harness.cluster import Cluster
 
 
 def test_versions_with_zookeeper_mode_only() -> None:
@@ -69,3 +82,84 @@ def test_kraft_only_version_exits_254_without_maven() -> None:
                        text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
     assert p.returncode == 254 and p.stdout == ""
     assert p.stderr == "harness: Kafka 4.0.0: 4.0 and later have no ZooKeeper mode (KRaft only); use 2.x-3.9.x\n"
+
+
+# the jars Maven resolves for Kafka 2.1.1 (ZooKeeper client 3.4.13) and 3.9.1 (3.8.4), in part
+JARS_2_1_1 = ["kafka_2.12-2.1.1.jar", "zkclient-0.11.jar", "zookeeper-3.4.13.jar", "log4j-1.2.17.jar"]
+JARS_3_9_1 = ["kafka_2.13-3.9.1.jar", "zookeeper-3.8.4.jar", "zookeeper-jute-3.8.4.jar"]
+
+
+def test_a_zookeeper_3_4_client_is_replaced_and_no_other() -> None:
+    assert bundled_zookeeper(JARS_2_1_1) == "3.4.13" and bundled_zookeeper(JARS_3_9_1) == "3.8.4"
+    assert bundled_zookeeper(["zookeeper-jute-3.5.10.jar", "kafka_2.12-2.3.1.jar"]) is None
+    assert zookeeper_replacement("3.4.13") == zookeeper_replacement("3.4.14") == ZK_CLIENT[2] == "3.5.10"
+    for fine in ("3.5.6", "3.5.7", "3.5.10", "3.8.4", None):  # 3.5 takes the host with getHostString()
+        assert zookeeper_replacement(fine) is None
+
+
+def test_the_replacement_is_a_direct_dependency_next_to_kafka() -> None:
+    pom = _pom("2.1.1", "3.5.10")
+    kafka = pom.index("<artifactId>kafka_2.12</artifactId><version>2.1.1</version>")
+    zk = pom.index("<groupId>org.apache.zookeeper</groupId><artifactId>zookeeper</artifactId><version>3.5.10</version>")
+    assert kafka < zk < pom.index("<artifactId>reload4j</artifactId>")
+    assert "zookeeper" not in _pom("2.1.1") and "zookeeper" not in _pom("3.9.1")
+
+
+def test_a_cache_holding_a_3_4_client_is_fetched_again(tmp_path: Path) -> None:
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    for name in JARS_2_1_1:
+        (libs / name).write_text("")
+    assert not _cached(tmp_path, libs)  # no .complete
+    (tmp_path / ".complete").write_text("org.apache.kafka:kafka_2.12:2.1.1\n")
+    assert not _cached(tmp_path, libs)  # fetched before the replacement existed
+    (libs / "zookeeper-3.4.13.jar").rename(libs / "zookeeper-3.5.10.jar")
+    assert _cached(tmp_path, libs)
+    assert not _cached(tmp_path, tmp_path / "none")
+
+
+def _broker(tmp_path: Path) -> KafkaBroker:
+    return KafkaBroker("kafka1", 1, "127.0.0.1", 9092, LocalRemote(), str(tmp_path), KafkaSettings("2.1.1", "h:1"))
+
+
+def test_start_probe_tells_started_starting_and_exited(tmp_path: Path) -> None:
+    b, sh = _broker(tmp_path), LocalRemote()
+    Path(b.logfile).write_text("[2026-11-27 20:00:00,000] INFO starting (kafka.server.KafkaServer)\n")
+    probe = start_probe(b.started_marker, b.logfile, b.pidfile)
+    assert sh.run(probe).stdout == "exited\n"  # no pid file: nothing runs
+    Path(b.pidfile).write_text(f"{os.getpid()}\n")
+    assert sh.run(probe).stdout == "starting\n"
+    with open(b.logfile, "a") as f:
+        f.write("[2026-11-27 20:00:07,000] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n")
+    assert sh.run(probe).stdout == "started\n" and b.start_state() == "started"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    Path(b.logfile).write_text("")
+    Path(b.pidfile).write_text(f"{dead.pid}\n")
+    assert b.start_state() == "exited"
+
+
+def test_a_recorded_exit_code_and_the_last_log_lines_name_a_start_that_ended(tmp_path: Path) -> None:
+    b = _broker(tmp_path)
+    lines = "".join(f"echo line{i}; " for i in range(30))
+    b.proc.start(recording_exit(f"sh -c {lines + 'exit 3'!r}", b.exit_file), b.workdir, b.pidfile, b.logfile)
+    deadline = time.monotonic() + 10
+    while b.state() is not ProcState.STOPPED and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert b.exit_code() == 3 and b.how_it_ended() == "exited with code 3"
+    with pytest.raises(EnvironmentFailed) as e:
+        b.wait_started(timeout=60)
+    msg = str(e.value)
+    assert msg.startswith("kafka1: Kafka 2.1.1 exited with code 3 before it started; its log ends: line10 | ")
+    assert msg.endswith("line28 | line29") and "\n" not in msg and "line9 " not in msg
+    # the wait for registrations looks at the same processes
+    with pytest.raises(EnvironmentFailed, match="kafka1: Kafka 2.1.1 exited with code 3 before it registered"):
+        Cluster._raise_if_exited(SimpleNamespace(agents={1: b}), [1], "before it registered")  # type: ignore[arg-type]
+
+
+def test_a_process_without_a_recorded_status_says_it_exited(tmp_path: Path) -> None:
+    p = RemoteProcess("b2", LocalRemote(), str(tmp_path), str(tmp_path / "a.pid"), str(tmp_path / "a.log"))
+    Path(p.logfile).write_text("Traceback (most recent call last):\nValueError: boom\n")
+    err = p.exited_error("before it registered")
+    assert str(err) == "b2: process exited before it registered; its log ends: Traceback (most recent call last): | " \
+                       "ValueError: boom"
