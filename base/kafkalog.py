@@ -42,8 +42,9 @@ _ESTABLISHED = re.compile(r"Session establishment complete on server (\S+), sess
                           r"negotiated timeout = (\d+)")
 _EXPIRED = re.compile(r"Unable to reconnect to ZooKeeper service, session (0x[0-9a-fA-F]+) has expired")
 _CLOSED = re.compile(r"Session: (0x[0-9a-fA-F]+) closed")
-_REGISTERED = re.compile(r"Registered broker (\d+) at path (/brokers/ids/\d+) with addresses: (.*), "
-                         r"czxid \(broker epoch\): (-?\d+)")
+# Kafka 2.2 (KIP-380) and later end the line with the broker epoch; 2.0 and 2.1 log no epoch at all
+_REGISTERED = re.compile(r"Registered broker (\d+) at path (/brokers/ids/\d+) with addresses: (.*?)"
+                         r"(?:, czxid \(broker epoch\): (-?\d+))?(?: \([\w.$]+\))?\s*$")
 # Kafka 3.x writes the two session ids in hex, 2.x in decimal
 _FOREIGN_OWNER = re.compile(r"Error while creating ephemeral at (\S+), node already exists and owner "
                             r"'(0x[0-9a-fA-F]+|\d+)' does not match current session '(0x[0-9a-fA-F]+|\d+)'")
@@ -104,8 +105,9 @@ def parse_broker_log(lines: Iterable[str], broker_id: int, session_timeout_ms: i
             if session == int(s[1], 16):
                 session = None
         elif (s := _REGISTERED.search(msg)) and int(s[1]) == broker_id:
-            epoch = int(s[4])
-            add("register", "ok", session_id=session, epoch=epoch, czxid=epoch, addr=s[3])
+            # before KIP-380 the registration carries no epoch: the checkers that need one say unknown
+            epoch = {"epoch": int(s[4]), "czxid": int(s[4])} if s[4] is not None else {}
+            add("register", "ok", session_id=session, addr=s[3], **epoch)
         elif (s := _FOREIGN_OWNER.search(msg)) and s[1] == path:
             add("register", "fail", session_id=_session(s[3]), owner=_session(s[2]), error="NODEEXISTS",
                 permanent=True, retryable=False)

@@ -256,12 +256,13 @@ class Need:
     when: tuple[tuple[str, tuple[object, ...]], ...] = ()
 
     def missing(self, record: Mapping[str, object]) -> tuple[str, ...]:
-        """The needed fields the event lacks (none when the need does not apply to it)."""
+        """The needed fields the event lacks (none when the need does not apply to it). A ``when``
+        field the event lacks cannot say the need does not apply: it applies."""
         if self.types and record["type"] not in self.types:
             return ()
         value = record.get("value") or {}
         assert isinstance(value, Mapping)
-        if any(value.get(f) not in allowed for f, allowed in self.when):
+        if any(f in value and value[f] not in allowed for f, allowed in self.when):
             return ()
         return tuple(f for f in self.fields if f not in value)
 

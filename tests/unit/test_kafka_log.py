@@ -126,3 +126,14 @@ def test_teardown_salvage_parses_a_real_brokers_log_into_its_events(tmp_path):
     assert [(e.src, e.f, e.type) for e in events if e.src == "agent:2"][2] == ("agent:2", "register", "ok")
     assert events[-1].f == "run_interrupted" and events[-1].value["reason"] == SALVAGED
     assert (run_dir / "logs" / "b2-kafka-1.log").read_text() == LOG, "the log itself is kept with the run"
+
+
+def test_a_registration_before_kip_380_carries_no_epoch():
+    """Kafka 2.0 and 2.1 log the registration without a czxid (a 2.1.1 broker's line, verbatim): the
+    event says so by lacking the epoch, and the checkers that need one say unknown, never "not
+    registered"."""
+    line = ("[2026-11-27 21:43:58,528+0000] INFO Registered broker 1 at path /brokers/ids/1 with addresses: "
+            "ArrayBuffer(EndPoint(127.0.0.21,55973,ListenerName(PLAINTEXT),PLAINTEXT)) (kafka.zk.KafkaZkClient)\n")
+    (reg,) = [e for e in parse_broker_log([line], 1) if e.f == "register"]
+    assert reg.type == "ok" and reg.value == {
+        "broker_id": 1, "session_id": None, "addr": "ArrayBuffer(EndPoint(127.0.0.21,55973,ListenerName(PLAINTEXT),PLAINTEXT))"}

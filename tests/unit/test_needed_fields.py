@@ -48,3 +48,4 @@ def test_missing_is_absent_not_null_and_only_where_the_need_applies() -> None:
     s2c = Need("frame", ("zxid",), when=(("dir", ("s2c",)),))
     assert s2c.missing({"type": "event", "value": {"dir": "c2s"}}) == ()
     assert s2c.missing({"type": "event", "value": {"dir": "s2c"}}) == ("zxid",)
+    assert s2c.missing({"type": "event", "value": {}}) == ("zxid",)  # no dir: it cannot say it is c2s
