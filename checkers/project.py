@@ -179,8 +179,8 @@ def undecided(checker: Checker, results: dict[str, Result], lacking: dict[str, l
             continue
         r["valid"] = UNKNOWN
         r["stats"]["lacking"] = cited[:LACKING_CITED]
-        r["stats"]["unknown_reason"] = (f"{len(cited)} event(s) lack a field this checker needs, first "
-                                        f"{cited[0]}: the gap could explain or hide an anomaly")
+        r["stats"]["unknown_reason"] = (f"an event lacks a field this checker needs, first {cited[0]}: the gap "
+                                        "could explain or hide an anomaly")
     return results
 
 

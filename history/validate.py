@@ -81,7 +81,8 @@ class Lacking:
 @dataclass
 class Scan:
     """What a pass over one file found: events read, damaged lines (the first ``KEEP``), a torn tail,
-    events lacking a needed field (the first ``KEEP_LACKING``, with their count)."""
+    events lacking a needed field (the first ``KEEP_LACKING`` of each ``Need``: a checker whose need
+    fails only late in a long history is still told)."""
 
     path: str
     events: int = 0
@@ -89,10 +90,10 @@ class Scan:
     damaged_total: int = 0
     torn: bool = False
     lacking: list[Lacking] = field(default_factory=list)
-    lacking_total: int = 0
+    _lacking_per_need: dict[Need, int] = field(default_factory=dict, repr=False)
 
     KEEP = 20
-    KEEP_LACKING = 1000
+    KEEP_LACKING = 20
 
     def add(self, d: Damage) -> None:
         self.damaged_total += 1
@@ -100,15 +101,15 @@ class Scan:
             self.damaged.append(d)
 
     def lack(self, line: int, record: dict[str, Any], needs: Sequence[Need]) -> None:
-        failed = [(n, n.missing(record)) for n in needs]
-        failed = [(n, m) for n, m in failed if m]
-        if not failed:
+        failed = {n: m for n in needs if (m := n.missing(record))}
+        kept = self._lacking_per_need
+        if not any(kept.get(n, 0) < self.KEEP_LACKING for n in failed):
             return
-        self.lacking_total += 1
-        if len(self.lacking) < self.KEEP_LACKING:
-            fields = tuple(sorted({f for _, m in failed for f in m}))
-            self.lacking.append(Lacking(line, f"{record['src']}/{record['seq']}", record["f"], record["type"], fields,
-                                        frozenset(n for n, _ in failed)))
+        for n in failed:
+            kept[n] = kept.get(n, 0) + 1
+        fields = tuple(sorted({f for m in failed.values() for f in m}))
+        self.lacking.append(Lacking(line, f"{record['src']}/{record['seq']}", record["f"], record["type"], fields,
+                                    frozenset(failed)))
 
     def problems(self) -> list[str]:
         return [d.where(self.path) for d in self.damaged]

@@ -49,3 +49,22 @@ def test_missing_is_absent_not_null_and_only_where_the_need_applies() -> None:
     assert s2c.missing({"type": "event", "value": {"dir": "c2s"}}) == ()
     assert s2c.missing({"type": "event", "value": {"dir": "s2c"}}) == ("zxid",)
     assert s2c.missing({"type": "event", "value": {}}) == ("zxid",)  # no dir: it cannot say it is c2s
+
+
+def test_each_need_keeps_its_own_first_events(tmp_path) -> None:  # noqa: ANN001
+    """Many events lacking one need do not crowd out a later one lacking another: each checker is told."""
+    import json
+
+    from history import Scan, scan_lines
+
+    lines = [{"src": "client", "seq": i + 1, "t_wall": 1.0, "type": "ok", "f": "poll", "value": {"values": []}}
+             for i in range(Scan.KEEP_LACKING + 10)]
+    lines.append({"src": "client", "seq": len(lines) + 1, "t_wall": 1.0, "type": "ok", "f": "send", "value": {}})
+    p = tmp_path / "h.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    offsets, value = Need("poll", ("offsets",), ("ok",)), Need("send", ("value",))
+    scan = Scan(str(p))
+    for _ in scan_lines(p, scan, needs=(offsets, value)):
+        pass
+    assert sum(offsets in x.needs for x in scan.lacking) == Scan.KEEP_LACKING
+    assert [x.id for x in scan.lacking if value in x.needs] == [f"client/{len(lines)}"]
