@@ -178,9 +178,15 @@ class BrokerAgent:
         return 0
 
     def _install_watches(self) -> None:
+        initial_read = [True]
+
         def on_controller(data: bytes | None, stat: Any, event: Any = None) -> None:
-            if event is None:
-                return  # initial read: Startup elects
+            # The first call is the initial read (Startup elects). Not ``event is None``: kazoo's
+            # DataWatch also calls without an event when /controller is deleted and re-created
+            # before it re-reads, and that change must not be lost.
+            if initial_read[0]:
+                initial_read[0] = False
+                return
             if data is None:
                 self.enqueue("Reelect", self._reelect)
             else:
