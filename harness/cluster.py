@@ -278,6 +278,11 @@ class Cluster:
         assert self.ensemble is not None and self.links is not None
         return [(m.name, self.links.links[f"{CLIENT_NODE}->{m.name}"].listen) for m in self.ensemble.members]
 
+    def kafka_bootstrap(self) -> str:
+        """The real Kafka brokers as a workload client reaches them: its links' addresses, comma-separated."""
+        assert self.links is not None
+        return ",".join(self.links.links[n].listen for n in self.links.links_between(kind="client-broker"))
+
     def _ensure_agent_links(self) -> None:
         brokers = self.inv.brokers
         new = [b for b in brokers if b.broker_id not in self.agent_ports]
@@ -356,7 +361,9 @@ class Cluster:
         shipped over SSH, ``zookeeper.connect`` through the broker's own Toxiproxy links (to the
         wire proxy when the run routes through it) to the first ``spec.zk_hosts`` servers, the
         session timeout from the inventory, the ZooKeeper client socket from ``spec.zk_socket``.
-        Broker-to-broker traffic is not proxied (the agents' ``b<N>->b<M>`` links are not made)."""
+        Broker-to-broker traffic is not proxied (the agents' ``b<N>->b<M>`` links are not made); the
+        workload clients reach each broker through a link of their own (``client->b<N>``, its CLIENT
+        listener advertised as that link), made here since its address goes into the broker's config."""
         from base.components.kafka import KafkaBroker, KafkaSettings, fetch_kafka
         from harness.spec import ZK_SOCKETS
 
@@ -372,10 +379,14 @@ class Cluster:
             # zookeeper.ssl.client.enable=true (KafkaServer.zkClientConfigFromKafkaConfig); without TLS
             # the ZooKeeper client reads the socket from the JVM's system property of the same name
             socket = ZK_SOCKETS[spec.zk_socket]
+            port, client_port = free_ports_on(self.remotes[node.name], node.address, 2, self.node_python)
+            # the workload clients' link to this broker (``client->b<N>``, kind ``client-broker``)
+            link = self.links.create(Link(f"{CLIENT_NODE}->{node.name}", "client-broker", CLIENT_NODE, node.name,
+                                          f"{node.address}:{client_port}"))
             settings = KafkaSettings(spec.version, connect, session_timeout_ms=self.inv.agents.session_timeout_ms,
                                      extra={"zookeeper.clientCnxnSocket": socket},
-                                     system_props={"zookeeper.clientCnxnSocket": socket})
-            port = free_ports_on(self.remotes[node.name], node.address, 1, self.node_python)[0]
+                                     system_props={"zookeeper.clientCnxnSocket": socket},
+                                     client_listener=(client_port, link.listen))
             broker = KafkaBroker(node.name, node.broker_id, node.address, port, self.remotes[node.name],
                                  f"{self.node_workdir(node)}/kafka", settings, peek_dir=self.scratch / "peek",
                                  run=self.run_id, on_start=lambda b: self.state.add_pidfile(b.name, b.pidfile))

@@ -536,6 +536,10 @@ class RunContext:
     def agent_address(self, broker_id: int) -> str:
         return f"{self.engine.inv.broker(broker_id).address}:{self.cluster.agent_ports[broker_id]}"
 
+    def kafka_bootstrap(self) -> str:
+        """Real Kafka brokers' addresses for a Kafka client (through the clients' links)."""
+        return self.cluster.kafka_bootstrap()
+
     def zk(self) -> Any:
         return self.engine.zk()
 

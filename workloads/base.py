@@ -15,7 +15,8 @@ operation in the history.
   op {s} throttles: the runner waits that long and records nothing.
 * ``Workload``: a name, a client, a generator, how many processes run it, the checkers that
   read its operations, and ``setup``/``final`` ops run by one client (process ``"setup"`` before
-  the processes start, ``"final"`` after the engine's recovery phase).
+  the processes start, ``"final"`` after the engine's recovery phase); ``kafka_client``, when the
+  workload also runs on real Kafka brokers, does the same ops through a Kafka client.
 
 A process whose op ends ``info`` may still have that op in flight, so it never issues another:
 the runner retires it and continues with a new process number (``process + concurrency``), as
@@ -70,6 +71,9 @@ class Workload:
     checkers: tuple[str, ...] = ()  # checker names that read this workload's operations
     setup: tuple[Op, ...] = ()  # run in order by one client before the processes start (e.g. create a topic)
     final: tuple[Op, ...] = ()  # run in order after the recovery phase (e.g. a final read of every partition)
+    # the client that does the same ops on real Kafka brokers (`--brokers kafka:VERSION`); None: the
+    # workload runs only on the agents
+    kafka_client: Client | None = None
 
 
 NONE = Workload("none")

@@ -1,5 +1,6 @@
 """The queue workload (Jepsen's Kafka queue test, on the broker agents): producers send unique values,
 consumers assign a partition and poll it, and a final read takes every partition after the last heal.
+On real Kafka brokers the same ops go through a Kafka client (``workloads.kafka_queue``).
 
 * setup: ``create_topic`` {topic, replicas} with replication factor 3 (or the number of brokers),
   written to ZooKeeper as Kafka's admin tools do; the client then waits for every partition to
@@ -34,6 +35,7 @@ from agent.client import AppendUnknown, FetchError, KafkaClient
 from workloads.base import FAIL, INFO, OK, Op, OpCounter, Workload
 from workloads.catalog import Option, WorkloadDef
 from workloads.kafka import append_op
+from workloads.kafka_queue import KafkaQueueClient
 
 TOPIC = "queue"
 PARTITIONS = 3
@@ -181,16 +183,23 @@ class QueueClient:
 
 
 def queue_workload(concurrency: int = DEFAULT_CONCURRENCY, rate: float | None = None, acks: str = "all",
-                   partitions: int = PARTITIONS, topic: str = TOPIC) -> Workload:
+                   idempotence: str = "off", partitions: int = PARTITIONS, topic: str = TOPIC) -> Workload:
+    """The agents' producer has no idempotence: with ``idempotence`` on, the workload runs only on
+    real Kafka brokers (its agent client is None)."""
     if concurrency <= 0:
         raise ValueError(f"concurrency must be > 0, got {concurrency}")
     if rate is not None and rate <= 0:
         raise ValueError(f"rate must be > 0 ops/s, got {rate}")
+    if idempotence not in ("on", "off"):
+        raise ValueError(f"idempotence is on or off, not {idempotence!r}")
     gen = QueueGenerator(topic, partitions, concurrency, rate, acks)
-    return Workload("queue", QueueClient(), gen, concurrency, QUEUE_CHECKERS,
-                    setup=setup_ops(topic, partitions), final=final_ops(topic, partitions))
+    return Workload("queue", None if idempotence == "on" else QueueClient(), gen, concurrency, QUEUE_CHECKERS,
+                    setup=setup_ops(topic, partitions), final=final_ops(topic, partitions),
+                    kafka_client=KafkaQueueClient(idempotence=idempotence == "on"))
 
 
 # `harness run --workload queue`: its options, and how the command line builds it (workloads.DEFINITIONS)
 DEFINITION = WorkloadDef("queue", queue_workload, DEFAULT_CONCURRENCY, (
-    Option("acks", "all", "producer acks of the queue workload", choices=("all", "1")),))
+    Option("acks", "all", "producer acks of the queue workload", choices=("all", "1")),
+    Option("idempotence", "off", "the idempotent producer of the queue workload on real Kafka brokers "
+           "(--brokers kafka:VERSION; the agents have none)", choices=("on", "off")),))

@@ -4,8 +4,9 @@ The server jars come from Maven Central through Maven itself: ``org.apache.kafka
 (``kafka_2.12`` before 2.4) and its runtime dependencies, plus the slf4j/reload4j logging binding
 Kafka's own distribution ships, copied once into ``.local/kafka/VERSION/libs`` on the control node
 (``fetch_kafka``). A ``KafkaBroker`` uploads them to its node's workdir, writes ``server.properties``
-(broker.id, a PLAINTEXT listener on the node's address and a port chosen at run time, log dirs in
-the workdir, the given ``zookeeper.connect``, the session timeout) and runs ``kafka.Kafka`` with a
+(broker.id, a PLAINTEXT listener on the node's address and a port chosen at run time, a CLIENT
+listener advertised as the workload clients' Toxiproxy link when the run has one, log dirs in the
+workdir, the given ``zookeeper.connect``, the session timeout) and runs ``kafka.Kafka`` with a
 small heap, detached, through the node's ``Remote`` like every other ``RemoteProcess``.
 
 Versions without ZooKeeper mode (4.0 and later) and versions Maven cannot resolve are bad input
@@ -211,13 +212,27 @@ class KafkaSettings:
     # JVM system properties (-Dk=v): the ZooKeeper client reads ``zookeeper.clientCnxnSocket`` from
     # here; Kafka applies its same-named broker property only with zookeeper.ssl.client.enable=true
     system_props: dict[str, str] = field(default_factory=dict)
+    # A second listener for the workload clients: (port on the node's address, the host:port it is
+    # advertised as: the client's Toxiproxy link). Brokers replicate over PLAINTEXT; clients bootstrap
+    # from the advertised addresses and, since a broker answers Metadata with the addresses of the
+    # listener the request came in on, every connection they make goes through their links.
+    client_listener: tuple[int, str] | None = None
 
 
 def render_server_properties(broker_id: int, address: str, port: int, data_dir: str, s: KafkaSettings) -> str:
+    listeners, advertised = f"PLAINTEXT://{address}:{port}", f"PLAINTEXT://{address}:{port}"
+    names = {}
+    if s.client_listener is not None:
+        client_port, client_advertised = s.client_listener
+        listeners += f",CLIENT://{address}:{client_port}"
+        advertised += f",CLIENT://{client_advertised}"
+        names = {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT",
+                 "inter.broker.listener.name": "PLAINTEXT"}
     props = {
         "broker.id": str(broker_id),
-        "listeners": f"PLAINTEXT://{address}:{port}",
-        "advertised.listeners": f"PLAINTEXT://{address}:{port}",
+        "listeners": listeners,
+        "advertised.listeners": advertised,
+        **names,
         "log.dirs": data_dir,
         "zookeeper.connect": s.zookeeper_connect,
         "zookeeper.session.timeout.ms": str(s.session_timeout_ms),

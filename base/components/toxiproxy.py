@@ -26,7 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 @dataclass(slots=True)
 class Link:
     name: str
-    kind: str  # "agent-zk" | "agent-agent" | "client-zk" | "zk-zk"
+    kind: str  # "agent-zk" | "agent-agent" | "client-zk" | "client-broker" | "zk-zk"
     src: str  # node name on the dialling side
     dst: str  # node name on the listening side
     upstream: str  # host:port the proxy forwards to
@@ -97,7 +97,11 @@ class LinkNet:
         APIConsumer.host, APIConsumer.port = self.server.host, self.server.port
 
     def create(self, link: Link) -> Link:
+        """A proxy for ``link``; one of the same name (a broker restarted on new ports) is replaced."""
         self._api()
+        if link.name in self.links:
+            self.toxi.get_proxy(link.name).destroy()
+            del self.links[link.name]
         proxy = self.toxi.create(upstream=link.upstream, name=link.name, listen=f"{self.server.host}:0")
         link.listen = proxy.listen
         if link.listen.endswith(":0"):  # older servers echo the request; ask again

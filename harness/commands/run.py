@@ -9,6 +9,7 @@ tests with the same function.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--junit", metavar="FILE", help="also write the verdict as JUnit XML (one testcase: the run)")
     p.add_argument("--brokers", metavar="kafka:VERSION", default=None,
                    help="real Apache Kafka VERSION brokers (ZooKeeper mode) in place of the agents; checked by "
-                        "the registration checkers (workload none, no toggles; --margin-ms default "
-                        f"{KAFKA_MARGIN_MS})")
+                        "the registration checkers, and by the queue checkers with --workload queue (through a "
+                        f"Kafka client; no toggles; --margin-ms default {KAFKA_MARGIN_MS})")
     add_zk_client_args(p, "--brokers kafka:VERSION")
     p.set_defaults(func=run, margin_ms=None)  # None: 3000 for agents, KAFKA_MARGIN_MS for real brokers
 
@@ -148,13 +149,16 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     name = getattr(args, "test", None) or DEFAULT_TEST
     if schedule is None:
         schedule, name = _schedule_from_args(args, inv, seed, name)
+    workload = _workload_for(workload, kafka, args)
     if kafka is not None:
-        # what a real broker's log tells the checkers: its registrations (base.kafkalog)
+        # what a real broker's log tells the checkers: its registrations (base.kafkalog); and what
+        # the workload's Kafka client recorded
         fetch(kafka, "--brokers")  # last: every flag is judged before anything is downloaded
         return TestSpec(name=name if getattr(args, "test", None) else f"{name}-kafka-{kafka.version}",
                         zkproxy="all" if getattr(args, "zkproxy", False) else "off", kafka=kafka, workload=workload,
                         schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms, seed=seed,
-                        checkers=KAFKA_CHECKERS, local_check=True, agents_end="kill", zk_overrides=zk)
+                        checkers=KAFKA_CHECKERS + workload.checkers, local_check=not workload.checkers,
+                        agents_end="kill", zk_overrides=zk)
     from nemesis.episodes import needs
 
     # an episode that loses a pipelined re-registration's reply needs every broker's pipelining
@@ -163,6 +167,24 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     return TestSpec(name=name, toggles=toggles, zkproxy="all" if getattr(args, "zkproxy", False) else "off",
                     workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
                     seed=seed, pipeline_zkproxy=pipeline, zk_overrides=zk)
+
+
+def _workload_for(workload: Workload, kafka: KafkaBrokers | None, args: argparse.Namespace) -> Workload:
+    """The workload with the client for what runs: the agents, or real Kafka brokers (its Kafka
+    client; a workload without one speaks only the agents' protocol)."""
+    if kafka is not None:
+        if workload.client is not None and workload.kafka_client is None:
+            usable = ", ".join(["none"] + [n for n, w in WORKLOADS.items() if w.kafka_client is not None])
+            raise UsageError(f"--workload: the {workload.name} workload speaks the agents' protocol; with --brokers "
+                             f"kafka:VERSION: {usable}")
+        return dataclasses.replace(workload, client=workload.kafka_client)
+    if workload.client is None and workload.kafka_client is not None:
+        d = DEFINITIONS[workload.name]
+        flags = " ".join(f"{o.flag} {getattr(args, o.name)}" for o in d.options
+                         if getattr(args, o.name, None) not in (None, o.default))
+        raise UsageError(f"{flags or '--workload ' + workload.name}: only with --brokers kafka:VERSION (the agents' "
+                         f"{workload.name} client has no such mode)")
+    return workload
 
 
 def zk_from_args(args: argparse.Namespace) -> dict[str, int]:
@@ -181,14 +203,11 @@ def _fault_names(args: argparse.Namespace) -> list[str]:
 
 def brokers_from_args(args: argparse.Namespace, inv: Inventory) -> KafkaBrokers | None:
     """``--brokers kafka:VERSION`` (with ``--zk-socket``/``--zk-hosts``) as ``KafkaBrokers`` (its jars
-    not fetched yet); a workload or toggles with it are bad input (they speak to, or configure, the agents)."""
+    not fetched yet); toggles with it are bad input (they configure the agents)."""
     brokers = getattr(args, "brokers", None)
     if brokers is None:
         return None if not hasattr(args, "zk_socket") else kafka_brokers(None, "--brokers kafka:VERSION", args)
     kafka = kafka_brokers(kafka_target(brokers, "--brokers"), "--brokers", args, len(inv.zookeepers))
-    if getattr(args, "workload", "none") != "none":
-        raise UsageError(f"--workload: the {args.workload} workload speaks the agents' protocol; with --brokers "
-                         "kafka:VERSION only none")
     if args.toggle:
         raise UsageError("--toggle: agent toggles do not apply to real Kafka brokers (--brokers)")
     from nemesis.episodes import EPISODES

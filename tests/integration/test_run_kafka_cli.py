@@ -10,6 +10,8 @@ from harness.cli import build_parser, main
 from harness.commands.kafkaflags import KAFKA_MARGIN_MS
 from harness.commands.run import spec_from_args
 from harness.spec import KafkaBrokers
+from workloads.kafka_queue import KafkaQueueClient
+from workloads.queue import QUEUE_CHECKERS, QueueClient
 
 pytestmark = pytest.mark.integration
 
@@ -29,16 +31,31 @@ def test_real_brokers_run_the_registration_checkers_with_a_jvm_sized_margin():
     assert agents.kafka is None and agents.margin_ms == 3000 and agents.checkers is None
 
 
+def test_the_queue_workload_on_real_brokers_runs_through_its_kafka_client_and_the_queue_checkers():
+    inv = load_inventory()
+    spec = spec_from_args(build_parser().parse_args(
+        ["run", "--brokers", "kafka:3.9.1", "--workload", "queue", "--acks", "1", "--idempotence", "on"]), inv)
+    assert isinstance(spec.workload.client, KafkaQueueClient) and spec.workload.client.idempotence
+    assert spec.workload.generator.acks == "1"
+    assert spec.checkers == ("registration_epochs", "registration_liveness", *QUEUE_CHECKERS)
+    assert not spec.local_check  # the queue checkers run on Spark
+    agents = spec_from_args(build_parser().parse_args(["run", "--workload", "queue"]), inv)
+    assert isinstance(agents.workload.client, QueueClient)
+
+
 @pytest.mark.parametrize(("argv", "says"), [
     (["--brokers", "kafka:4.0.0"], "--brokers: Kafka 4.0.0: 4.0 and later have no ZooKeeper mode"),
     (["--brokers", "kafka:3.9.99"], "--brokers: Kafka 3.9.99: Maven could not resolve"),
     (["--brokers", "agents"], "--brokers: expected kafka:VERSION"),
-    (["--brokers", "kafka:3.9.1", "--workload", "queue"], "--workload: the queue workload speaks the agents'"),
+    (["--brokers", "kafka:3.9.1", "--workload", "register"],
+     "--workload: the register workload speaks the agents' protocol; with --brokers kafka:VERSION: none, queue"),
+    (["--workload", "queue", "--idempotence", "on"],
+     "--idempotence on: only with --brokers kafka:VERSION (the agents' queue client has no such mode)"),
     (["--brokers", "kafka:3.9.1", "--toggle", "registration=3x"], "--toggle: agent toggles do not apply"),
     (["--brokers", "kafka:3.9.1", "--zk-hosts", "0"], "run: error: argument --zk-hosts: expected an integer in [1,"),
     (["--zk-socket", "netty"], "--zk-socket: only with --brokers kafka:VERSION"),
     (["--brokers", "kafka:3.9.1", "--faults", "kill,held_bounce"], "--faults held_bounce: episodes act through"),
-], ids=["kraft-only", "unresolvable", "not-kafka", "workload", "toggle", "zero-hosts", "socket-alone", "episode"])
+], ids=["kraft-only", "unresolvable", "not-kafka", "workload", "idempotence", "toggle", "zero-hosts", "socket-alone", "episode"])
 def test_bad_brokers_flags_are_one_line_exit_254(argv, says, capsys):
     try:
         code = main(["run", *argv])

@@ -79,3 +79,32 @@ def test_real_brokers_reregister_after_a_kill_and_an_expiry(tmp_path):
     assert len(registered) == (4 if refused else 5) and registered <= on_wire, (registered, on_wire)
     # the first start's log survives the restart, in the run directory
     assert "[KafkaServer id=1] started" in (run_dir / "logs" / "b1-kafka-previous.log").read_text()
+
+
+def test_the_queue_workload_through_a_kafka_client_on_real_brokers_under_partitions_and_kills(tmp_path):
+    """Issue 43's first done-when: a valid run with at least 1,000 client operations checked."""
+    fetch_kafka("3.9.1")
+    store = tmp_path / "store"
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--brokers", "kafka:3.9.1", "--workload", "queue",
+                        "--acks", "all", "--faults", "partition,kill", "--seed", "43", "--time-limit", "30",
+                        "--test", "kafka-queue", "--store", str(store)],
+                       capture_output=True, text=True, timeout=840, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    (run_dir,) = [d for d in store.glob("kafka-queue/*") if d.is_dir() and not d.is_symlink()]
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["valid"] is True, results
+    queue = [n for n in results["checkers"] if n.startswith("queue_")]
+    assert len(queue) == 7 and all(results["checkers"][n]["valid"] is True for n in queue), results["checkers"]
+    events = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines() if x.strip()]
+    ops = [e for e in events if e["src"] == "client" and e["type"] != "invoke"]
+    assert len(ops) >= 1000, len(ops)
+    # the faults ran, and the client saw the brokers through its links: acknowledged sends, reads
+    # that returned records, and a final read of every partition up to its high watermark
+    started = {e["f"] for e in events if e["src"] == "nemesis" and e["value"].get("stage") == "complete"
+               and e["value"].get("phase") == "start"}
+    assert started >= {"kill", "partition"}, started
+    assert sum(e["f"] == "send" and e["type"] == "ok" for e in ops) >= 300
+    assert any(e["f"] == "poll" and e["type"] == "ok" and e["value"]["offsets"] for e in ops)
+    finals = [e for e in ops if e["f"] == "final_read" and e["type"] == "ok"]
+    assert sorted(e["value"]["partition"] for e in finals) == [0, 1, 2]
+    assert all(len(e["value"]["offsets"]) == e["value"]["hw"] for e in finals)

@@ -56,6 +56,17 @@ def test_server_properties() -> None:
     assert props["advertised.listeners"] == props["listeners"] and props["log.dirs"] == "/w/data"
     assert props["zookeeper.connect"] == "127.0.0.1:2181,127.0.0.1:2182/k"
     assert props["zookeeper.session.timeout.ms"] == "3000" and props["x.y"] == "1"
+    assert "inter.broker.listener.name" not in props
+
+
+def test_a_client_listener_is_advertised_as_the_clients_link_and_brokers_replicate_over_plaintext() -> None:
+    s = KafkaSettings("2.0.1", "h:1", client_listener=(9094, "127.0.0.1:40001"))
+    props = dict(line.split("=", 1) for line in render_server_properties(2, "127.0.0.22", 9093, "/w/data", s)
+                 .splitlines())
+    assert props["listeners"] == "PLAINTEXT://127.0.0.22:9093,CLIENT://127.0.0.22:9094"
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.22:9093,CLIENT://127.0.0.1:40001"
+    assert props["listener.security.protocol.map"] == "PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT"
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"
 
 
 def test_broker_is_a_component_with_a_small_heap(tmp_path: Path) -> None:
