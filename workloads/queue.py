@@ -17,8 +17,9 @@ On real Kafka brokers the same ops go through a Kafka client (``workloads.kafka_
 
 The generator is called by every client thread at once; its state (the ops handed to each process,
 the throttle) is an ``OpCounter`` behind one lock. Process ``p``'s ``k``-th op is a send of
-``"p<p>-<k>"`` to partition ``(k // 2) % partitions`` when ``k`` is even, else a poll of partition
-``p % partitions``. ``rate``
+``"p<p>-<k>"`` to partition ``(k // 2 + p) % partitions`` when ``k`` is even, else a poll of partition
+``p % partitions``: processes start on different partitions, so a stalled leader does not hold them
+all at once. ``rate``
 (ops/s across all processes) spaces a process's ops ``concurrency / rate`` seconds apart: the
 generator returns a ``sleep`` op (``WorkloadRunner`` waits, nothing is recorded) until the next
 op is due.
@@ -65,7 +66,7 @@ class QueueGenerator:
         if isinstance(k, Op):  # the throttle's sleep
             return k
         if k % 2 == 0:
-            return Op("send", {"topic": self.topic, "partition": (k // 2) % self.partitions,
+            return Op("send", {"topic": self.topic, "partition": (k // 2 + process) % self.partitions,
                                "value": f"p{process}-{k}", "acks": self.acks})
         return Op("poll", {"topic": self.topic, "partition": process % self.partitions, "consumer": process})
 
