@@ -1,4 +1,4 @@
-"""Campaign files: a matrix of runs (fault sets × toggle sets × workloads × seeds × repeats) in TOML.
+"""Campaign files: a matrix of runs (brokers × fault sets × toggle sets × workloads × seeds × repeats) in TOML.
 
 ```toml
 name = "nightly"
@@ -12,6 +12,7 @@ faults = ["isolate", "partition,kill", "schedule:schedules/x.toml",
           { faults = "revived_session", zookeeper = { sync_limit = 100 } }]
 toggles = [{}, { reregister_on_expiry = false }]
 workloads = ["none"]
+brokers = ["agents"]         # or real Kafka releases: ["kafka:2.8.2", "kafka:3.9.1"] (`harness run --brokers`)
 
 [zookeeper]                  # ensemble settings for every run, on top of the inventory's (optional)
 tick_time_ms = 200
@@ -21,7 +22,9 @@ tick_time_ms = 200
 a comma list is a seeded random package (`harness run --faults`), ``schedule:FILE`` a scripted
 schedule (relative to the campaign file); a table ``{ faults = "...", zookeeper = { ... } }`` is a
 fault set whose runs need other ZooKeeper settings (``harness.zkoverrides``: e.g. revived_session's
-long ``sync_limit``), on top of the file's ``[zookeeper]`` table. Runs with other settings than the
+long ``sync_limit``), on top of the file's ``[zookeeper]`` table. ``brokers``: ``agents`` (the default) or
+``kafka:VERSION``, each run's `harness run --brokers` (toggles then must be ``{}``; ``margin_ms``, when
+not set, is `harness run`'s default for what runs: 3000 for agents, 30000 for real brokers). Runs with other settings than the
 one before get a new cluster (a cold start), so such fault sets go last in the list. Validation is strict, like the inventory's: every error is
 one line, ``file:line: …`` for bad TOML and ``file:line: key: why`` for a bad value.
 """
@@ -55,7 +58,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CAMPAIGN = REPO_ROOT / "campaigns" / "nightly.toml"
 TOP_KEYS = {"name", "inventory", "time_limit", "budget", "seeds", "repeats", "margin_ms", "interval", "zkproxy",
             "matrix", "zookeeper"}
-MATRIX_KEYS = {"faults", "toggles", "workloads"}
+MATRIX_KEYS = {"faults", "toggles", "workloads", "brokers"}
+AGENTS = "agents"  # matrix.brokers: the Python broker agents (else kafka:VERSION)
 
 
 class CampaignError(UsageError):
@@ -71,11 +75,16 @@ class PlannedRun:
     seed: int
     repeat: int
     zookeeper: dict[str, Any] = field(default_factory=dict)  # ZooKeeper settings (harness.zkoverrides)
+    brokers: str = AGENTS  # or kafka:VERSION
 
     def argv(self, campaign: Campaign) -> list[str]:
         """The `harness run` flags of this run."""
         out = ["--time-limit", str(campaign.time_limit), "--seed", str(self.seed), "--workload", self.workload,
-               "--margin-ms", str(campaign.margin_ms), "--test", f"{campaign.name}-{self.key}"]
+               "--test", f"{campaign.name}-{self.key}"]
+        if campaign.margin_ms is not None:
+            out += ["--margin-ms", str(campaign.margin_ms)]
+        if self.brokers != AGENTS:
+            out += ["--brokers", self.brokers]
         if campaign.inventory:
             out += ["--inventory", campaign.inventory]
         if self.faults.startswith("schedule:"):
@@ -94,7 +103,8 @@ class PlannedRun:
         toggles = ",".join(f"{k}={v}" for k, v in self.toggles.items()) or "defaults"
         # parentheses, not brackets: the label is printed through rich, which would take [..] for markup
         zk = f" (zk {','.join(f'{k}={v}' for k, v in sorted(self.zookeeper.items()))})" if self.zookeeper else ""
-        return f"{self.faults}{zk} · {toggles} · {self.workload} · seed {self.seed}" + (
+        brokers = "" if self.brokers == AGENTS else f"{self.brokers} · "
+        return f"{brokers}{self.faults}{zk} · {toggles} · {self.workload} · seed {self.seed}" + (
             f" · repeat {self.repeat}" if self.repeat else "")
 
 
@@ -110,30 +120,34 @@ class Campaign:
     repeats: int = 1
     budget: float | None = None
     inventory: str | None = None
-    margin_ms: int = 3000
+    margin_ms: int | None = None  # None: `harness run`'s default for what runs (agents or real brokers)
     interval: float = 5.0
     zkproxy: bool = False
     zookeeper: dict[str, Any] = field(default_factory=dict)  # every run's ZooKeeper settings
     fault_zookeeper: dict[str, dict[str, Any]] = field(default_factory=dict)  # fault set → its own settings
+    brokers: tuple[str, ...] = (AGENTS,)
 
     def zk_settings(self, faults: str) -> dict[str, Any]:
         """The ZooKeeper settings of a fault set's runs: the file's, then the fault set's own."""
         return {**self.zookeeper, **self.fault_zookeeper.get(faults, {})}
 
     def plan(self) -> tuple[PlannedRun, ...]:
-        """Every run, in a fixed order: the whole matrix (toggles × workloads × faults) for the first
-        seed, then for the next, then each repeat — so a budget that runs out cuts seeds and repeats,
-        never a whole fault set or toggle set."""
+        """Every run, in a fixed order: the whole matrix (brokers × toggles × workloads × faults) for
+        the first seed, then for the next, then each repeat — so a budget that runs out cuts seeds and
+        repeats, never a whole fault set, toggle set or release."""
         out = []
-        combos = itertools.product(range(self.repeats), self.seeds, self.toggles, self.workloads, self.faults)
-        for i, (r, s, t, w, f) in enumerate(combos):
-            out.append(PlannedRun(f"{i:03d}", f, dict(t), w, s, r, self.zk_settings(f)))
+        combos = itertools.product(range(self.repeats), self.seeds, self.brokers, self.toggles, self.workloads,
+                                   self.faults)
+        for i, (r, s, b, t, w, f) in enumerate(combos):
+            out.append(PlannedRun(f"{i:03d}", f, dict(t), w, s, r, self.zk_settings(f), b))
         return tuple(out)
 
     def plan_hash(self) -> str:
         """Identifies the plan: a restarted campaign resumes only a directory with the same one."""
-        data = json.dumps([asdict(r) for r in self.plan()] + [self.time_limit, self.inventory, self.margin_ms,
-                                                               self.interval, self.zkproxy], sort_keys=True)
+        # a plan of agents hashes as before real brokers could be planned: its directories still resume
+        runs = [{k: v for k, v in asdict(r).items() if k != "brokers" or v != AGENTS} for r in self.plan()]
+        margin = 3000 if self.margin_ms is None else self.margin_ms
+        data = json.dumps(runs + [self.time_limit, self.inventory, margin, self.interval, self.zkproxy], sort_keys=True)
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
@@ -182,7 +196,7 @@ def parse_campaign(data: dict[str, Any], p: Path, text: str = "") -> Campaign:
     time_limit = float(number("time_limit", 20.0, 0, MAX_SECONDS, lo_open=True))
     budget = number("budget", None, 0, MAX_BUDGET_S, lo_open=True)
     repeats = number("repeats", 1, 1, MAX_PLAN_RUNS, integer=True, unit="")
-    margin_ms = number("margin_ms", 3000, 0, MAX_MS, integer=True, unit="ms")
+    margin_ms = number("margin_ms", None, 0, MAX_MS, integer=True, unit="ms")
     interval = float(number("interval", 5.0, MIN_INTERVAL_S, MAX_SECONDS))
     zkproxy = get(data, "zkproxy", bool, False)
     inventory = get(data, "inventory", str, None)
@@ -212,16 +226,20 @@ def parse_campaign(data: dict[str, Any], p: Path, text: str = "") -> Campaign:
     fault_zookeeper = {faults[i]: zk for i, zk in fault_zookeeper.items()}
     toggles = tuple(_toggles(get(matrix, "toggles", list, [{}], "matrix."), err))
     workloads = tuple(_workloads(get(matrix, "workloads", list, ["none"], "matrix."), err))
-    for key, values in (("matrix.faults", faults), ("matrix.toggles", toggles), ("matrix.workloads", workloads)):
+    brokers = tuple(_brokers(get(matrix, "brokers", list, [AGENTS], "matrix."), err))
+    for key, values in (("matrix.faults", faults), ("matrix.toggles", toggles), ("matrix.workloads", workloads),
+                        ("matrix.brokers", brokers)):
         if not values:
             raise err(key, "must not be empty")
-    runs = repeats * len(seeds) * len(toggles) * len(workloads) * len(faults)
+    if any(b != AGENTS for b in brokers) and any(toggles):
+        raise err("matrix.toggles", "agent toggles do not apply to real Kafka brokers (matrix.brokers): only {}")
+    runs = repeats * len(seeds) * len(brokers) * len(toggles) * len(workloads) * len(faults)
     if runs > MAX_PLAN_RUNS:  # counted, never built: planning stays quick whatever the file says
         raise err("seeds" if "seeds" in data else "matrix", f"the plan is {runs} runs ({repeats} repeats x {len(seeds)} "
-                  f"seeds x {len(toggles)} toggle sets x {len(workloads)} workloads x {len(faults)} fault sets), "
-                  f"over the limit of {MAX_PLAN_RUNS}")
+                  f"seeds x {len(brokers)} brokers x {len(toggles)} toggle sets x {len(workloads)} workloads x "
+                  f"{len(faults)} fault sets), over the limit of {MAX_PLAN_RUNS}")
     return Campaign(str(p), name, time_limit, seeds, faults, toggles, workloads, repeats, budget, inventory,
-                    margin_ms, interval, zkproxy, zookeeper, fault_zookeeper)
+                    margin_ms, interval, zkproxy, zookeeper, fault_zookeeper, brokers)
 
 
 def _zookeeper(table: dict[str, Any], where: str, err: Any, line: int | None = None) -> dict[str, Any]:
@@ -321,3 +339,23 @@ def _workloads(values: list[Any], err: Any) -> list[str]:
         if not isinstance(v, str) or v not in WORKLOADS:
             raise err(f"matrix.workloads[{i}]", f"no workload {shown(v)} (known: {', '.join(WORKLOADS)})")
     return list(values)
+
+
+def _brokers(values: list[Any], err: Any) -> list[str]:
+    """``agents`` or ``kafka:VERSION`` (a version with ZooKeeper mode; its jars are fetched when the
+    plan's runs are built, before the first starts)."""
+    from base.components.kafka import parse_version
+
+    out = []
+    for i, v in enumerate(values):
+        key = f"matrix.brokers[{i}]"
+        kind, _, version = v.partition(":") if isinstance(v, str) else ("", "", "")
+        if v != AGENTS and (kind != "kafka" or not version):
+            raise err(key, f"expected {AGENTS!r} or 'kafka:VERSION' (e.g. kafka:3.9.1), got {shown(v)}")
+        if v != AGENTS:
+            try:
+                parse_version(version)
+            except UsageError as e:
+                raise err(key, str(e)) from None
+        out.append(v)
+    return out

@@ -64,3 +64,14 @@ def test_bad_brokers_flags_are_one_line_exit_254(argv, says, capsys):
     assert code == 254
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith((f"harness: {says}", f"harness {says}")), err
+
+
+def test_the_shipped_nightly_kafka_campaign_plans_real_brokers_with_the_kafka_client():
+    from harness.campaign import REPO_ROOT, load_campaign
+    from harness.commands.campaign import plan_specs
+
+    c = load_campaign(REPO_ROOT / "campaigns" / "nightly-kafka.toml")
+    specs = plan_specs(c, load_inventory())  # fetches both releases' jars (cached under .local/kafka)
+    assert {s.kafka.version for _, s in specs} == {"2.8.2", "3.9.1"}
+    assert all(isinstance(s.workload.client, KafkaQueueClient) and s.margin_ms == KAFKA_MARGIN_MS
+               and "queue_lost_write" in s.checkers for _, s in specs)

@@ -38,7 +38,8 @@ def test_the_matrix_is_faults_x_toggles_x_workloads_x_seeds_x_repeats_whole_matr
     last = plan[-1]
     assert (last.faults, last.toggles, last.seed, last.repeat) == ("partition,kill", {"reregister_on_expiry": False},
                                                                   6, 1)
-    assert last.argv(c) == ["--time-limit", "10.0", "--seed", "6", "--workload", "none", "--margin-ms", "3000",
+    # no margin_ms in the file: `harness run`'s own default for what runs (3000 for agents)
+    assert last.argv(c) == ["--time-limit", "10.0", "--seed", "6", "--workload", "none",
                             "--test", "ci-015", "--faults", "partition,kill", "--interval", "5.0",
                             "--toggle", "reregister_on_expiry=false"]
     assert "--faults" not in plan[0].argv(c)  # isolate is `harness run`'s default
@@ -147,3 +148,30 @@ def test_the_store_index_links_every_campaign(tmp_path):
     page = index_page(tmp_path)
     assert page.count('href="/campaigns/ci/20260101T000000.000/index.html"') == 1
     assert "<td>1/2</td><td>1</td>" in page
+
+
+def test_real_kafka_releases_are_a_matrix_axis_outside_toggles_and_workloads(tmp_path):
+    c = load_campaign(write(tmp_path, 'name = "k"\nseeds = [3]\n[matrix]\nfaults = ["partition", "kill"]\n'
+                                      'workloads = ["queue"]\nbrokers = ["kafka:2.8.2", "kafka:3.9.1"]\n'))
+    plan = c.plan()
+    assert [(p.brokers, p.faults) for p in plan] == [("kafka:2.8.2", "partition"), ("kafka:2.8.2", "kill"),
+                                                      ("kafka:3.9.1", "partition"), ("kafka:3.9.1", "kill")]
+    argv = plan[2].argv(c)
+    assert argv[argv.index("--brokers") + 1] == "kafka:3.9.1" and "--margin-ms" not in argv  # real brokers' default
+    assert plan[2].label.startswith("kafka:3.9.1 · partition")
+    agents = load_campaign(write(tmp_path, 'margin_ms = 5000\n[matrix]\nfaults = ["kill"]\n'))
+    assert agents.brokers == ("agents",) and "--brokers" not in agents.plan()[0].argv(agents)
+    assert agents.plan()[0].argv(agents)[agents.plan()[0].argv(agents).index("--margin-ms") + 1] == "5000"
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ('[matrix]\nbrokers = ["kafka"]\n', r"c\.toml:2: matrix\.brokers\[0\]: expected 'agents' or 'kafka:VERSION'"),
+    ('[matrix]\nbrokers = ["kafka:4.0.0"]\n', r"c\.toml:2: matrix\.brokers\[0\]: Kafka 4\.0\.0: 4\.0 and later have no"),
+    ('[matrix]\nbrokers = [3]\n', r"c\.toml:2: matrix\.brokers\[0\]: expected 'agents' or 'kafka:VERSION'.*got 3"),
+    ('[matrix]\nbrokers = []\n', r"c\.toml:2: matrix\.brokers: must not be empty"),
+    ('[matrix]\nbrokers = ["kafka:3.9.1"]\ntoggles = [{ registration = "3x" }]\n',
+     r"c\.toml:3: matrix\.toggles: agent toggles do not apply to real Kafka brokers"),
+], ids=["not-kafka", "kraft", "not-a-string", "empty", "toggles"])
+def test_bad_brokers_in_a_campaign_are_one_line_naming_file_line_and_key(tmp_path, text, says):
+    with pytest.raises(CampaignError, match=says):
+        load_campaign(write(tmp_path, text))
