@@ -4,7 +4,8 @@
   its agent's own order, ``seq``, which a restarted agent continues), each equals the czxid the
   agent read, and each is confirmed by ZooKeeper itself: the observer's independent reads show a
   znode with that czxid owned by the registering session (KIP-380: the broker epoch is the czxid of
-  ``/brokers/ids/N``). A registration the observer never saw is unknown, never valid.
+  ``/brokers/ids/N``). A registration the observer never saw is unknown, never valid; so is a history
+  with no registration at all.
 - ``registration_liveness``, two forms. Timed: after the last fault heals (or the broker's last
   start; a heal with nothing to undo, ``noop``, ends no fault), every broker
   ``run_end.live_brokers`` lists is registered within T + margin (T its session timeout) and stays
@@ -109,10 +110,14 @@ class RegistrationEpochs:
     def fold(self, partials: list[EpochsPartial]) -> Result:
         an = [a for p in partials for a in p.anomalies]
         unconfirmed = sum(p.unconfirmed for p in partials)
+        registrations = sum(p.registrations for p in partials)
         undecided = sorted({u for p in partials for u in p.undecided})
+        if not registrations and not undecided:
+            # nothing was registered: an epoch invariant with no epoch is not a verdict
+            undecided = ["no successful registration in the history: no epoch to check"]
         valid = False if an else (UNKNOWN if unconfirmed or undecided else True)
         return result(valid, an, brokers=len(partials), unconfirmed_registrations=unconfirmed,
-                      registrations=sum(p.registrations for p in partials), undecided=undecided)
+                      registrations=registrations, undecided=undecided)
 
 
 # --- invariant 3 -----------------------------------------------------------------------------------------
