@@ -21,7 +21,7 @@ from junitparser import Error, Failure, JUnitXml
 from junitparser.xunit2 import TestCase, TestSuite
 
 MAX_MESSAGE = 300
-NAME_KEYS = ("test", "faults", "toggles", "workload", "seed", "repeat")
+NAME_KEYS = ("test", "brokers", "faults", "toggles", "workload", "seed", "repeat")
 
 
 def anomaly_text(anomaly: Mapping[str, Any]) -> str:

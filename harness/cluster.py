@@ -278,6 +278,19 @@ class Cluster:
         assert self.ensemble is not None and self.links is not None
         return [(m.name, self.links.links[f"{CLIENT_NODE}->{m.name}"].listen) for m in self.ensemble.members]
 
+    def kafka_workdir(self, node: NodeSpec) -> str:
+        return f"{self.node_workdir(node)}/kafka"
+
+    def reset_node_files(self) -> None:
+        """Between runs on a warm cluster: no agent's or Kafka broker's files of the run before (the
+        jars stay)."""
+        from base.components.kafka import KafkaBroker
+
+        for node in self.inv.brokers:
+            wd = self.node_workdir(node)
+            files = [f"{wd}/events.jsonl", f"{wd}/agent.log", f"{wd}/data", *KafkaBroker.run_files(self.kafka_workdir(node))]
+            self.remotes[node.name].run("rm -rf " + " ".join(shlex.quote(f) for f in files), check=False)
+
     def kafka_bootstrap(self) -> str:
         """The real Kafka brokers as a workload client reaches them: its links' addresses, comma-separated."""
         assert self.links is not None
@@ -388,7 +401,7 @@ class Cluster:
                                      system_props={"zookeeper.clientCnxnSocket": socket},
                                      client_listener=(client_port, link.listen))
             broker = KafkaBroker(node.name, node.broker_id, node.address, port, self.remotes[node.name],
-                                 f"{self.node_workdir(node)}/kafka", settings, peek_dir=self.scratch / "peek",
+                                 self.kafka_workdir(node), settings, peek_dir=self.scratch / "peek",
                                  run=self.run_id, on_start=lambda b: self.state.add_pidfile(b.name, b.pidfile))
             self.agents[node.broker_id] = broker  # before it exists: a failed start elsewhere still stops it
             self.state.add_kafka_log(node.name, node.broker_id, settings.session_timeout_ms,

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import json
 import random
-import shlex
 import shutil
 import tempfile
 import threading
@@ -226,17 +225,14 @@ class Engine:
         return self._zk
 
     def _reset(self) -> None:
-        """Between runs on a warm cluster: only /zookeeper left in ZooKeeper, no agent files."""
+        """Between runs on a warm cluster: only /zookeeper left in ZooKeeper, no agent's or broker's files."""
         zk = self.zk()
         for child in zk.get_children("/"):
             if child != "zookeeper":
                 # an ephemeral of a dying session can reappear mid-delete: try again
                 wait_until(lambda c=child: _try_delete(zk, f"/{c}"), 2.0)
-        cluster = self.cluster
-        for node in cluster.inv.brokers:
-            wd = shlex.quote(cluster.node_workdir(node))
-            cluster.remotes[node.name].run(f"rm -rf {wd}/events.jsonl {wd}/agent.log {wd}/data", check=False)
-        cluster.agents.clear()
+        self.cluster.reset_node_files()
+        self.cluster.agents.clear()
 
     # -- one run ---------------------------------------------------------------------------------
     def run(self, spec: TestSpec) -> RunOutcome:

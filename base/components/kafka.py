@@ -370,6 +370,14 @@ class KafkaBroker(RemoteProcess):
             raise RemoteError(f"{self.name}: {self.label} did not start within {timeout:.0f}s; "
                               f"its log ends: {self.log_tail(EXIT_LOG_LINES)}")
 
+    @staticmethod
+    def run_files(workdir: str) -> list[str]:
+        """What one run leaves in a broker's workdir (its log dirs, its logs, its exit status): removed
+        before the next run on a warm cluster, whose ZooKeeper is empty again (a log dir's
+        meta.properties names the old cluster id, and Kafka refuses to start on it; an old log would
+        be parsed as this run's)."""
+        return [f"{workdir}/{name}" for name in ("data", "kafka.log", "kafka-previous.log", "kafka.exit")]
+
     def wipe(self) -> None:
         """Delete the broker's log dirs (its partitions and meta.properties)."""
         self.remote.run(f"rm -rf {shlex.quote(self.data_dir)}", check=False)

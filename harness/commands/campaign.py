@@ -26,7 +26,7 @@ from base.errors import EXIT_UNKNOWN, UsageError, exit_code_for
 from base.parsing import command_parser, summary
 from checkers.result import worst
 from checkers.spark import add_master_flag
-from harness.campaign import DEFAULT_CAMPAIGN, Campaign, CampaignError, PlannedRun, load_campaign
+from harness.campaign import AGENTS, DEFAULT_CAMPAIGN, Campaign, CampaignError, PlannedRun, load_campaign
 from harness.outputs import writable_dir, writable_file
 from harness.store import new_run_dir, write_json
 from harness.terminal import output_console
@@ -234,8 +234,8 @@ def _word(valid: Any) -> str:
 def _record(p: PlannedRun, outcome: Any, cdir: Path, wall_s: float) -> dict[str, Any]:
     valid = outcome.valid if outcome.error is None else "unknown"
     anomalies = outcome.results.get("anomalies") or []
-    return {"key": p.key, "label": p.label, "faults": p.faults, "toggles": p.toggles, "workload": p.workload,
-            "seed": p.seed, "repeat": p.repeat, "zookeeper": p.zookeeper,
+    return {"key": p.key, "label": p.label, "brokers": p.brokers, "faults": p.faults, "toggles": p.toggles,
+            "workload": p.workload, "seed": p.seed, "repeat": p.repeat, "zookeeper": p.zookeeper,
             "run_dir": outcome.run_dir.relative_to(cdir).as_posix(),
             "valid": valid, "anomalies": len(anomalies), "fired": fired_checkers(outcome.results),
             "first_anomaly": f"[{anomalies[0].get('checker')}] {anomalies[0].get('message')}" if anomalies else "",
@@ -266,6 +266,7 @@ def write_outputs(cdir: Path, state: dict[str, Any]) -> None:
         if rec.get("error"):
             results = {**results, "valid": "unknown", "error": rec["error"]}
         props = {"test": f"{state['name']}-{rec['key']}",
+                 **({"brokers": rec["brokers"]} if rec.get("brokers", AGENTS) != AGENTS else {}),  # a release
                  **{k: rec[k] for k in ("faults", "toggles", "workload", "seed", "repeat", "run_dir")},
                  **({"zookeeper": rec["zookeeper"]} if rec.get("zookeeper") else {})}  # a fault set's own settings
         cases.append(case_for(case_name(props, rec["key"]), results, props, rec["wall_s"],

@@ -54,19 +54,25 @@ def _cell(r: dict[str, Any]) -> str:
             f"{render.verdict_badge(r['valid'])}</a>")
 
 
+def _column(run: dict[str, Any]) -> tuple[str, str, str]:
+    """A run's matrix column: its toggles, workload and brokers (a campaign before brokers: agents)."""
+    return _toggles(run["toggles"]), run["workload"], run.get("brokers", "agents")
+
+
 def _matrix(runs: dict[str, dict[str, Any]]) -> str:
     """Rows: fault sets; columns: toggle sets (× workload); a cell: its runs' verdicts, each a link."""
     if not runs:
         return "<p class=\"note\">No run finished yet.</p>"
     rows = list(dict.fromkeys(r["faults"] for r in runs.values()))
-    cols = list(dict.fromkeys((_toggles(r["toggles"]), r["workload"]) for r in runs.values()))
+    cols = list(dict.fromkeys(_column(r) for r in runs.values()))
     head = "<tr><th>faults \\ toggles</th>" + "".join(
-        f"<th>{html.escape(t)}<br><i>{html.escape(w)}</i></th>" for t, w in cols) + "</tr>"
+        f"<th>{html.escape(t)}<br><i>{html.escape(w)}</i>{'' if b == 'agents' else '<br>' + html.escape(b)}</th>"
+        for t, w, b in cols) + "</tr>"
     body = []
     for f in rows:
         cells = []
-        for t, w in cols:
-            mine = [r for r in runs.values() if r["faults"] == f and (_toggles(r["toggles"]), r["workload"]) == (t, w)]
+        for col in cols:
+            mine = [r for r in runs.values() if r["faults"] == f and _column(r) == col]
             cells.append("<td>" + " ".join(_cell(r) for r in mine) + "</td>")
         body.append(f"<tr><th><code>{html.escape(f)}</code></th>{''.join(cells)}</tr>")
     return "<h2>Matrix</h2><table id=\"matrix\">" + head + "".join(body) + "</table>"

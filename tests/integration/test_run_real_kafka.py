@@ -161,3 +161,47 @@ def test_acks_1_loses_acknowledged_writes_when_the_leader_dies_before_its_follow
     assert {i for a in unseen["unseen"] for i in a["event_ids"]} <= set(lost)
     # acks=all durability is not what was lost: no acks=all send was acknowledged
     assert results["checkers"]["queue_lost_write"]["valid"] is True
+
+
+KAFKA_CAMPAIGN = """\
+name = "kci"
+time_limit = 8
+seeds = [1, 2]
+
+[matrix]
+brokers = ["kafka:3.9.1"]
+faults = ["kill"]
+workloads = ["queue"]
+"""
+
+
+def test_a_kafka_campaign_runs_twice_on_one_warm_cluster_and_leaves_nothing_running(tmp_path):
+    """The second run's brokers start on the warm cluster's nodes: with the first run's log dirs
+    still there (meta.properties naming the old cluster id), Kafka refused to start and every run
+    after the first ended unknown; and the old log would have been read as the new run's."""
+    from harness.cli import main
+
+    fetch_kafka("3.9.1")
+    path = tmp_path / "kci.toml"
+    path.write_text(KAFKA_CAMPAIGN)
+    store = tmp_path / "store"
+    assert main(["campaign", str(path), "--store", str(store)]) == 0
+    cdir = (store / "campaigns" / "kci" / "latest").resolve()
+    state = json.loads((cdir / "campaign.json").read_text())
+    assert state["finished"] and [r["valid"] for r in state["runs"].values()] == [True, True], state["runs"]
+    assert all(r["brokers"] == "kafka:3.9.1" and r["label"].startswith("kafka:3.9.1 · kill") for r in state["runs"].values())
+    assert (cdir / "index.html").is_file() and "kafka:3.9.1" in (cdir / "index.html").read_text()
+    junit = (cdir / "junit.xml").read_text()
+    assert "kci-001 · kafka:3.9.1 · kill · defaults · queue · seed 2" in junit
+    ended = 0.0  # the run before's last event
+    for r in state["runs"].values():
+        run_dir = cdir / r["run_dir"]
+        events = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines() if x.strip()]
+        # this run's brokers started in this run: no start read from the run before's logs
+        starts = [e for e in events if e["f"] == "agent_start"]
+        assert len({e["src"] for e in starts}) == 3 and min(e["t_wall"] for e in starts) > ended, starts
+        assert sum(e["f"] == "send" and e["type"] == "ok" for e in events) > 0
+        ended = max(e["t_wall"] for e in events)
+        scratch = json.loads((run_dir / "run.json").read_text())["scratch"]
+        leftover = subprocess.run(["pgrep", "-f", scratch], capture_output=True, text=True).stdout.split()
+        assert not leftover, f"processes of {scratch} still running: {leftover}"
