@@ -185,6 +185,9 @@ def random_campaign(rng: random.Random) -> str:
             matrix["toggles"] = pick(rng, [[{}], [{"reregister_on_expiry": False}], [{"nope": 1}], [1]])
         if rng.random() < 0.5:
             matrix["workloads"] = pick(rng, [["none"], ["queue", "register"], [["none"]], ["tpcc"]])
+        if rng.random() < 0.3:
+            matrix["brokers"] = pick(rng, [["agents"], ["kafka:3.9.1"], ["kafka:2.8.2", "agents"], ["kafka:4.0.0"],
+                                           ["kafka"], ["kafka:1.1.1"], [3], []])
         if rng.random() < 0.05:
             matrix["colour"] = 1
         doc["matrix"] = matrix
