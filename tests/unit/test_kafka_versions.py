@@ -69,6 +69,12 @@ def test_a_client_listener_is_advertised_as_the_clients_link_and_brokers_replica
     assert props["inter.broker.listener.name"] == "PLAINTEXT"
 
 
+def test_what_a_run_leaves_in_a_broker_workdir_is_everything_but_its_jars_and_config() -> None:
+    files = KafkaBroker.run_files("/w/b1/kafka")
+    assert files == ["/w/b1/kafka/data", "/w/b1/kafka/kafka.log", "/w/b1/kafka/kafka-previous.log",
+                     "/w/b1/kafka/kafka.exit"]
+
+
 def test_broker_is_a_component_with_a_small_heap(tmp_path: Path) -> None:
     b = KafkaBroker("kafka1", 1, "127.0.0.1", 9092, LocalRemote(), str(tmp_path), KafkaSettings("3.9.1", "h:1"))
     assert isinstance(b, Component) and b.role == "kafka"
