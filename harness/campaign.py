@@ -146,7 +146,7 @@ class Campaign:
         """Identifies the plan: a restarted campaign resumes only a directory with the same one."""
         # a plan of agents hashes as before real brokers could be planned: its directories still resume
         runs = [{k: v for k, v in asdict(r).items() if k != "brokers" or v != AGENTS} for r in self.plan()]
-        margin = 3000 if self.margin_ms is None else self.margin_ms
+        margin = 3000 if self.margin_ms is None else self.margin_ms  # the old default, so old hashes hold
         data = json.dumps(runs + [self.time_limit, self.inventory, margin, self.interval, self.zkproxy], sort_keys=True)
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
@@ -344,18 +344,20 @@ def _workloads(values: list[Any], err: Any) -> list[str]:
 def _brokers(values: list[Any], err: Any) -> list[str]:
     """``agents`` or ``kafka:VERSION`` (a version with ZooKeeper mode; its jars are fetched when the
     plan's runs are built, before the first starts)."""
-    from base.components.kafka import parse_version
+    from base.components.kafka import parse_version, release_of
 
     out = []
     for i, v in enumerate(values):
         key = f"matrix.brokers[{i}]"
-        kind, _, version = v.partition(":") if isinstance(v, str) else ("", "", "")
-        if v != AGENTS and (kind != "kafka" or not version):
+        if v == AGENTS:
+            out.append(v)
+            continue
+        version = release_of(v) if isinstance(v, str) else None
+        if version is None:
             raise err(key, f"expected {AGENTS!r} or 'kafka:VERSION' (e.g. kafka:3.9.1), got {shown(v)}")
-        if v != AGENTS:
-            try:
-                parse_version(version)
-            except UsageError as e:
-                raise err(key, str(e)) from None
+        try:
+            parse_version(version)
+        except UsageError as e:
+            raise err(key, str(e)) from None
         out.append(v)
     return out

@@ -292,9 +292,11 @@ class Cluster:
             self.remotes[node.name].run("rm -rf " + " ".join(shlex.quote(f) for f in files), check=False)
 
     def kafka_bootstrap(self) -> str:
-        """The real Kafka brokers as a workload client reaches them: its links' addresses, comma-separated."""
+        """The real Kafka brokers started for this run as a workload client reaches them: their links'
+        addresses, comma-separated (a link made for a broker of an earlier run stays, unused)."""
         assert self.links is not None
-        return ",".join(self.links.links[n].listen for n in self.links.links_between(kind="client-broker"))
+        return ",".join(self.links.links[f"{CLIENT_NODE}->{n.name}"].listen for n in self.inv.brokers
+                        if n.broker_id in self.agents)
 
     def _ensure_agent_links(self) -> None:
         brokers = self.inv.brokers

@@ -38,7 +38,7 @@ protocol codes, negative for librdkafka's local ones).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from workloads.base import FAIL, INFO, OK, Op
@@ -62,6 +62,13 @@ def _error(err: Any) -> dict[str, Any]:
     return {"error": err.name(), "error_code": err.code()}
 
 
+def _take(msg: Any, offsets: list[int], values: list[str | None]) -> int | None:
+    """Append a consumed record to ``offsets``/``values``; its leader epoch."""
+    offsets.append(msg.offset())
+    values.append(None if msg.value() is None else msg.value().decode())
+    return msg.leader_epoch()
+
+
 @dataclass
 class KafkaQueueClient:
     """One process's producer and consumer of the real brokers (its consumer position lives here)."""
@@ -83,8 +90,7 @@ class KafkaQueueClient:
         self._positions: dict[tuple[str, int], int] = {}
 
     def open(self, ctx: Any, process: int | str) -> KafkaQueueClient:
-        client = KafkaQueueClient(self.idempotence, self.min_insync_replicas, self.request_timeout_s,
-                                  self.deadline_s, self.poll_s, self.final_deadline_s)
+        client = replace(self)  # the settings; ``__post_init__`` gives it no producer, consumer or position
         client._bootstrap = ctx.kafka_bootstrap()
         client._brokers = list(ctx.brokers)
         client._process = process
@@ -111,7 +117,7 @@ class KafkaQueueClient:
                     "request.timeout.ms": int(self.request_timeout_s * 1000),
                     "message.timeout.ms": int(self.deadline_s * 1000), "enable.idempotence": self.idempotence}
             if not self.idempotence:
-                conf["retries"] = 0  # one attempt: a broker's error is then definite
+                conf["retries"] = 0  # one attempt asked for; a broker's error is still ``info`` (UNSENT_CODES)
             self._producers[acks] = Producer(conf)
         return self._producers[acks]
 
@@ -202,9 +208,7 @@ class KafkaQueueClient:
                     break
                 return op.complete(FAIL, **_error(err))
             if err is None:
-                offsets.append(msg.offset())
-                values.append(None if msg.value() is None else msg.value().decode())
-                epoch = msg.leader_epoch()
+                epoch = _take(msg, offsets, values)
         if offsets:
             self._positions[(topic, part)] = offsets[-1] + 1
         _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, part), cached=True)
@@ -245,6 +249,7 @@ class KafkaQueueClient:
         offsets: list[int] = []
         values: list[str | None] = []
         epoch = None
+
         def reached() -> bool:
             return (offsets[-1] + 1 if offsets else 0) >= high
 
@@ -255,9 +260,7 @@ class KafkaQueueClient:
                     if err is not None and err.code() != PARTITION_EOF:
                         return err.name()
                     if err is None and msg.offset() < high:
-                        offsets.append(msg.offset())
-                        values.append(None if msg.value() is None else msg.value().decode())
-                        epoch = msg.leader_epoch()
+                        epoch = _take(msg, offsets, values)
             return (offsets, values, epoch) if reached() else "the high watermark not reached"
         finally:
             consumer.unassign()

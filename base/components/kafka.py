@@ -76,6 +76,12 @@ log4j.logger.state.change.logger=INFO
 """
 
 
+def release_of(target: str) -> str | None:
+    """The VERSION of ``kafka:VERSION`` (how flags and campaign files name a release), else None."""
+    kind, _, version = target.partition(":")
+    return version if kind == "kafka" and version else None
+
+
 def parse_version(version: str) -> tuple[int, int, int]:
     """``X.Y.Z`` of a Kafka release that has ZooKeeper mode (2.x-3.9.x); else a ``UsageError``."""
     m = _VERSION.match(version.strip())

@@ -25,8 +25,10 @@ def add_zk_client_args(p: argparse.ArgumentParser, needs: str) -> None:
 
 def kafka_target(value: str, flag: str) -> str:
     """The VERSION of a ``kafka:VERSION`` flag value (``--brokers``, ``--compare``)."""
-    kind, _, version = value.partition(":")
-    if kind != "kafka" or not version:
+    from base.components.kafka import release_of
+
+    version = release_of(value)
+    if version is None:
         raise UsageError(f"{flag}: expected kafka:VERSION (e.g. kafka:3.9.1), got {value!r}")
     return version
 

@@ -7,6 +7,7 @@ import html
 import json
 from typing import Any
 
+from harness.campaign import AGENTS
 from harness.report import REPORT, render
 
 
@@ -56,7 +57,7 @@ def _cell(r: dict[str, Any]) -> str:
 
 def _column(run: dict[str, Any]) -> tuple[str, str, str]:
     """A run's matrix column: its toggles, workload and brokers (a campaign before brokers: agents)."""
-    return _toggles(run["toggles"]), run["workload"], run.get("brokers", "agents")
+    return _toggles(run["toggles"]), run["workload"], run.get("brokers", AGENTS)
 
 
 def _matrix(runs: dict[str, dict[str, Any]]) -> str:
@@ -66,7 +67,7 @@ def _matrix(runs: dict[str, dict[str, Any]]) -> str:
     rows = list(dict.fromkeys(r["faults"] for r in runs.values()))
     cols = list(dict.fromkeys(_column(r) for r in runs.values()))
     head = "<tr><th>faults \\ toggles</th>" + "".join(
-        f"<th>{html.escape(t)}<br><i>{html.escape(w)}</i>{'' if b == 'agents' else '<br>' + html.escape(b)}</th>"
+        f"<th>{html.escape(t)}<br><i>{html.escape(w)}</i>{'' if b == AGENTS else '<br>' + html.escape(b)}</th>"
         for t, w, b in cols) + "</tr>"
     body = []
     for f in rows:

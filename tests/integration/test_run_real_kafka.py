@@ -35,21 +35,33 @@ duration = 7.0
 """
 
 
-def test_real_brokers_reregister_after_a_kill_and_an_expiry(tmp_path):
+def harness_run(tmp_path: Path, test: str, *flags: str, exit_code: int = 0) -> Path:
+    """`harness run --brokers kafka:3.9.1 FLAGS` in a subprocess, stored under ``tmp_path``; asserts its
+    exit code and returns the run's directory (``store/<test>/<time>``)."""
     fetch_kafka("3.9.1")
+    store = tmp_path / "store"
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--brokers", "kafka:3.9.1", *flags,
+                        "--store", str(store)],
+                       capture_output=True, text=True, timeout=840, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == exit_code, p.stdout[-3000:] + p.stderr[-3000:]
+    (run_dir,) = [d for d in store.glob(f"{test}/*") if d.is_dir() and not d.is_symlink()]
+    return run_dir
+
+
+def history(run_dir: Path) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines() if x.strip()]
+
+
+def test_real_brokers_reregister_after_a_kill_and_an_expiry(tmp_path):
     schedule = tmp_path / "kafka-kill-isolate.toml"
     schedule.write_text(SCHEDULE)
-    store = tmp_path / "store"
-    p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--brokers", "kafka:3.9.1", "--zkproxy",
-                        "--schedule", str(schedule), "--time-limit", "10", "--store", str(store)],
-                       capture_output=True, text=True, timeout=840, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    (run_dir,) = [d for d in store.glob("kafka-kill-isolate-kafka-3.9.1/*") if d.is_dir() and not d.is_symlink()]
+    run_dir = harness_run(tmp_path, "kafka-kill-isolate-kafka-3.9.1", "--zkproxy", "--schedule", str(schedule),
+                          "--time-limit", "10")
     results = json.loads((run_dir / "results.json").read_text())
     assert set(results["checkers"]) == {"registration_epochs", "registration_liveness"}
     assert results["valid"] is True, results
     assert results["checkers"]["registration_epochs"]["stats"]["unconfirmed_registrations"] == 0
-    events = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines() if x.strip()]
+    events = history(run_dir)
 
     def of(broker: int, f: str, type_: str = "event") -> list[dict]:
         return [e for e in events if e["src"] == f"agent:{broker}" and e["f"] == f and e["type"] == type_]
@@ -83,19 +95,13 @@ def test_real_brokers_reregister_after_a_kill_and_an_expiry(tmp_path):
 
 def test_the_queue_workload_through_a_kafka_client_on_real_brokers_under_partitions_and_kills(tmp_path):
     """Issue 43's first done-when: a valid run with at least 1,000 client operations checked."""
-    fetch_kafka("3.9.1")
-    store = tmp_path / "store"
-    p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--brokers", "kafka:3.9.1", "--workload", "queue",
-                        "--acks", "all", "--faults", "partition,kill", "--seed", "43", "--time-limit", "30",
-                        "--test", "kafka-queue", "--store", str(store)],
-                       capture_output=True, text=True, timeout=840, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    (run_dir,) = [d for d in store.glob("kafka-queue/*") if d.is_dir() and not d.is_symlink()]
+    run_dir = harness_run(tmp_path, "kafka-queue", "--workload", "queue", "--acks", "all", "--faults", "partition,kill",
+                          "--seed", "43", "--time-limit", "30", "--test", "kafka-queue")
     results = json.loads((run_dir / "results.json").read_text())
     assert results["valid"] is True, results
     queue = [n for n in results["checkers"] if n.startswith("queue_")]
     assert len(queue) == 7 and all(results["checkers"][n]["valid"] is True for n in queue), results["checkers"]
-    events = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines() if x.strip()]
+    events = history(run_dir)
     ops = [e for e in events if e["src"] == "client" and e["type"] != "invoke"]
     assert len(ops) >= 1000, len(ops)
     # the faults ran, and the client saw the brokers through its links: acknowledged sends, reads
@@ -132,18 +138,13 @@ def test_acks_1_loses_acknowledged_writes_when_the_leader_dies_before_its_follow
     record. Its followers paused (still in the ISR: 2.5 s is far below replica.lag.time.max.ms), b1 —
     the leader of one of the three partitions — acknowledges sends, then is killed; a follower becomes
     leader without them and later sends take their offsets. The checkers must name each lost write."""
-    fetch_kafka("3.9.1")
     schedule = tmp_path / "acks1.toml"
     schedule.write_text(ACKS1_LEADER_LOSS)
-    store = tmp_path / "store"
-    p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--brokers", "kafka:3.9.1", "--workload", "queue",
-                        "--acks", "1", "--schedule", str(schedule), "--time-limit", "16", "--test", "acks1",
-                        "--store", str(store)],
-                       capture_output=True, text=True, timeout=840, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
-    assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]  # invalid: the run found what it lost
-    (run_dir,) = [d for d in store.glob("acks1/*") if d.is_dir() and not d.is_symlink()]
+    # exit 1, invalid: the run found what it lost
+    run_dir = harness_run(tmp_path, "acks1", "--workload", "queue", "--acks", "1", "--schedule", str(schedule),
+                          "--time-limit", "16", "--test", "acks1", exit_code=1)
     results = json.loads((run_dir / "results.json").read_text())
-    events = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines() if x.strip()]
+    events = history(run_dir)
     finals = {e["value"]["partition"]: e["value"] for e in events if e["f"] == "final_read" and e["type"] == "ok"}
     assert sorted(finals) == [0, 1, 2]
     lost = {e["id"]: e["value"] for e in events if e["src"] == "client" and e["f"] == "send" and e["type"] == "ok"
@@ -196,7 +197,7 @@ def test_a_kafka_campaign_runs_twice_on_one_warm_cluster_and_leaves_nothing_runn
     ended = 0.0  # the run before's last event
     for r in state["runs"].values():
         run_dir = cdir / r["run_dir"]
-        events = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines() if x.strip()]
+        events = history(run_dir)
         # this run's brokers started in this run: no start read from the run before's logs
         starts = [e for e in events if e["f"] == "agent_start"]
         assert len({e["src"] for e in starts}) == 3 and min(e["t_wall"] for e in starts) > ended, starts
