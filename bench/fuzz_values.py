@@ -172,6 +172,7 @@ def random_campaign(rng: random.Random) -> str:
         "name": ["ci", "night-1", "a b"], "time_limit": [10, 20.5], "budget": [60, 900],
         "seeds": [1, 3, [1, 2], [], 10_000_000, [True], Raw("9" * 400)], "repeats": [1, 2, 5000],
         "margin_ms": [0, 3000], "interval": [1, 5, 0.5], "zkproxy": [True, False], "inventory": ["none.toml"],
+        "zk_socket": ["netty", "nio", "epoll", 1], "zk_hosts": [1, 3, 0, 99, 2.5],
     }
     doc: dict[str, Any] = {k: pick(rng, v) for k, v in keys.items() if rng.random() < 0.5}
     if rng.random() < 0.7:

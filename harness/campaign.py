@@ -24,7 +24,9 @@ schedule (relative to the campaign file); a table ``{ faults = "...", zookeeper 
 fault set whose runs need other ZooKeeper settings (``harness.zkoverrides``: e.g. revived_session's
 long ``sync_limit``), on top of the file's ``[zookeeper]`` table. ``brokers``: ``agents`` (the default) or
 ``kafka:VERSION``, each run's `harness run --brokers` (toggles then must be ``{}``; ``margin_ms``, when
-not set, is `harness run`'s default for what runs: 3000 for agents, 30000 for real brokers). Runs with other settings than the
+not set, is `harness run`'s default for what runs: 3000 for agents, 30000 for real brokers); the
+top-level ``zk_socket`` (``nio``, ``netty``) and ``zk_hosts`` (a count) are the real brokers' `harness run
+--zk-socket`/`--zk-hosts` (KAFKA-14845 needs ``netty`` and 3). Runs with other settings than the
 one before get a new cluster (a cold start), so such fault sets go last in the list. Validation is strict, like the inventory's: every error is
 one line, ``file:line: …`` for bad TOML and ``file:line: key: why`` for a bad value.
 """
@@ -43,6 +45,7 @@ from agent.config import ConfigError, parse_toggle_args
 from base.bounds import (
     MAX_BUDGET_S,
     MAX_MS,
+    MAX_NODES,
     MAX_PLAN_RUNS,
     MAX_SECONDS,
     MAX_SEED,
@@ -52,11 +55,13 @@ from base.bounds import (
 )
 from base.errors import UsageError
 from base.tomlfile import read_toml
+from harness.spec import ZK_SOCKETS
 from harness.zkoverrides import as_args, check_overrides
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CAMPAIGN = REPO_ROOT / "campaigns" / "nightly.toml"
 TOP_KEYS = {"name", "inventory", "time_limit", "budget", "seeds", "repeats", "margin_ms", "interval", "zkproxy",
+            "zk_socket", "zk_hosts",
             "matrix", "zookeeper"}
 MATRIX_KEYS = {"faults", "toggles", "workloads", "brokers"}
 AGENTS = "agents"  # matrix.brokers: the Python broker agents (else kafka:VERSION)
@@ -85,6 +90,10 @@ class PlannedRun:
             out += ["--margin-ms", str(campaign.margin_ms)]
         if self.brokers != AGENTS:
             out += ["--brokers", self.brokers]
+            if campaign.zk_socket is not None:
+                out += ["--zk-socket", campaign.zk_socket]
+            if campaign.zk_hosts is not None:
+                out += ["--zk-hosts", str(campaign.zk_hosts)]
         if campaign.inventory:
             out += ["--inventory", campaign.inventory]
         if self.faults.startswith("schedule:"):
@@ -126,6 +135,8 @@ class Campaign:
     zookeeper: dict[str, Any] = field(default_factory=dict)  # every run's ZooKeeper settings
     fault_zookeeper: dict[str, dict[str, Any]] = field(default_factory=dict)  # fault set → its own settings
     brokers: tuple[str, ...] = (AGENTS,)
+    zk_socket: str | None = None  # the real brokers' ZooKeeper client socket (None: `harness run`'s default)
+    zk_hosts: int | None = None  # servers in the real brokers' zookeeper.connect (None: the whole ensemble)
 
     def zk_settings(self, faults: str) -> dict[str, Any]:
         """The ZooKeeper settings of a fault set's runs: the file's, then the fault set's own."""
@@ -147,7 +158,9 @@ class Campaign:
         # a plan of agents hashes as before real brokers could be planned: its directories still resume
         runs = [{k: v for k, v in asdict(r).items() if k != "brokers" or v != AGENTS} for r in self.plan()]
         margin = 3000 if self.margin_ms is None else self.margin_ms  # the old default, so old hashes hold
-        data = json.dumps(runs + [self.time_limit, self.inventory, margin, self.interval, self.zkproxy], sort_keys=True)
+        client = [self.zk_socket, self.zk_hosts] if (self.zk_socket, self.zk_hosts) != (None, None) else []
+        data = json.dumps(runs + [self.time_limit, self.inventory, margin, self.interval, self.zkproxy] + client,
+                          sort_keys=True)
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
@@ -238,8 +251,15 @@ def parse_campaign(data: dict[str, Any], p: Path, text: str = "") -> Campaign:
         raise err("seeds" if "seeds" in data else "matrix", f"the plan is {runs} runs ({repeats} repeats x {len(seeds)} "
                   f"seeds x {len(brokers)} brokers x {len(toggles)} toggle sets x {len(workloads)} workloads x "
                   f"{len(faults)} fault sets), over the limit of {MAX_PLAN_RUNS}")
+    zk_socket = get(data, "zk_socket", str, None)
+    if zk_socket is not None and zk_socket not in ZK_SOCKETS:
+        raise err("zk_socket", f"{shown(zk_socket)}: expected one of {', '.join(ZK_SOCKETS)}")
+    zk_hosts = number("zk_hosts", None, 1, MAX_NODES, integer=True, unit="servers")
+    for key, value in (("zk_socket", zk_socket), ("zk_hosts", zk_hosts)):
+        if value is not None and all(b == AGENTS for b in brokers):
+            raise err(key, "only with real Kafka brokers in matrix.brokers (the agents' socket is a toggle)")
     return Campaign(str(p), name, time_limit, seeds, faults, toggles, workloads, repeats, budget, inventory,
-                    margin_ms, interval, zkproxy, zookeeper, fault_zookeeper, brokers)
+                    margin_ms, interval, zkproxy, zookeeper, fault_zookeeper, brokers, zk_socket, zk_hosts)
 
 
 def _zookeeper(table: dict[str, Any], where: str, err: Any, line: int | None = None) -> dict[str, Any]:

@@ -98,3 +98,37 @@ def fixed_score(state: dict[str, Any]) -> FixedScore:
     bad = [r for r in runs if r["valid"] is False]
     fired = sorted({c for r in bad for c in r.get("fired") or ()})
     return FixedScore(len(runs), len(bad), sum(1 for r in runs if r["valid"] not in (True, False)), tuple(fired))
+
+
+@dataclass(frozen=True)
+class ReleaseBug:
+    """A bug a released Kafka broker carries, and a randomized campaign that can reach it
+    (``bench/mutation_kafka.py``): the campaign's fault sets each get ``fault`` added, and run on
+    ``release`` with the brokers' ZooKeeper client ``buggy_socket``/``zk_hosts``; the control runs
+    the same campaign where the bug cannot show (``control_release``/``control_socket``)."""
+
+    jira: str
+    release: str  # kafka:VERSION that carries the bug
+    fault: str  # the packaged fault that reaches it
+    checkers: tuple[str, ...]  # the checkers that name it
+    buggy_socket: str
+    control_release: str
+    control_socket: str
+    zk_hosts: int | None
+    control_why: str  # why the control cannot show the bug
+
+
+RELEASE_BUGS: dict[str, ReleaseBug] = {
+    "KAFKA-14845": ReleaseBug(
+        "KAFKA-14845", "kafka:3.9.1", "lost_connect", ("registration_liveness",), "netty", "kafka:3.9.1", "nio", 3,
+        "no release fixes it in ZooKeeper mode; the control is the same release with Kafka's default NIO client, "
+        "which sends the registration only after the session's reply (the JIRA's precondition: Netty pipelines "
+        "it after a lost ConnectResponse)"),
+}
+
+# The stories a released broker carries that no randomized fault reaches yet, and why.
+RELEASE_BUGS_UNREACHABLE: dict[str, str] = {
+    "KAFKA-7235": "needs the controller's requests held and replayed on the wire (the Kafka wire proxy, issue 42)",
+    "KAFKA-6584": "needs Kafka 2.1.1, whose ZooKeeper 3.4 client does not start on this machine's Java 17 (issue 42)",
+    "KAFKA-14139": "needs AlterPartition held on the wire (the Kafka wire proxy, issue 42)",
+}

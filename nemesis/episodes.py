@@ -172,6 +172,10 @@ class Episode:
     # seconds the ZooKeeper leader must keep leading with no follower answering (syncLimit × tickTime
     # must be longer, else the episode is harmless); None: any ensemble
     sync_s: Callable[[Cluster], float] | None = None
+    # every step is a link, process or wire-proxy fault, none an agent hook: it runs on real Kafka
+    # brokers too (``harness run --brokers kafka:VERSION``; "pipeline_zkproxy" there means every
+    # broker's ZooKeeper connections on a wire proxy)
+    on_kafka: bool = False
 
 
 EPISODES: dict[str, Episode] = {
@@ -180,7 +184,7 @@ EPISODES: dict[str, Episode] = {
                              help="hold a control request for a broker, bounce it, deliver (KAFKA-7235, KAFKA-7186)"),
     "slow_register": Episode(slow_register, 3.0,
                              help="slow a broker's ZooKeeper replies, bounce it (KAFKA-9839)"),
-    "lost_connect": Episode(lost_connect, 2.0, frozenset({"pipeline_zkproxy"}),
+    "lost_connect": Episode(lost_connect, 2.0, frozenset({"pipeline_zkproxy"}), on_kafka=True,
                             help="lose a pipelined re-registration's ConnectResponse after an expiry (KAFKA-14845)"),
     "empty_rejoin": Episode(empty_rejoin, 2.0,
                             help="held AlterPartition + a broker killed and restarted with wiped logs (KAFKA-14139)"),
@@ -204,6 +208,11 @@ def sync_error(faults: Sequence[str], c: Cluster, tick_ms: int, sync_limit: int)
             return (f"{f} needs the ZooKeeper leader to keep leading {need:.1f}s with its followers paused, and "
                     f"syncLimit × tickTime is {sync_limit} × {tick_ms} ms: set sync_limit = {ticks} or more")
     return None
+
+
+def agent_only(faults: Sequence[str]) -> list[str]:
+    """The episodes among ``faults`` that act through the agents' request hooks (not on real Kafka)."""
+    return [f for f in faults if f in EPISODES and not EPISODES[f].on_kafka]
 
 
 def needs(faults: Sequence[str]) -> frozenset[str]:

@@ -150,20 +150,23 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     if schedule is None:
         schedule, name = _schedule_from_args(args, inv, seed, name)
     workload = _workload_for(workload, kafka, args)
+    from nemesis.episodes import needs
+
+    # an episode that loses a pipelined re-registration's reply needs every broker's pipelining
+    # session on a per-run wire proxy (the kazoo sessions keep their Toxiproxy links); a real
+    # broker has one ZooKeeper client, so all its connections go through the wire proxy
+    pipelined = "pipeline_zkproxy" in needs(_fault_names(args))
     if kafka is not None:
         # what a real broker's log tells the checkers: its registrations (base.kafkalog); and what
         # the workload's Kafka client recorded
         fetch(kafka, "--brokers")  # last: every flag is judged before anything is downloaded
         return TestSpec(name=name if getattr(args, "test", None) else f"{name}-kafka-{kafka.version}",
-                        zkproxy="all" if getattr(args, "zkproxy", False) else "off", kafka=kafka, workload=workload,
+                        zkproxy="all" if getattr(args, "zkproxy", False) or pipelined else "off", kafka=kafka,
+                        workload=workload,
                         schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms, seed=seed,
                         checkers=KAFKA_CHECKERS + workload.checkers, local_check=not workload.checkers,
                         agents_end="kill", zk_overrides=zk)
-    from nemesis.episodes import needs
-
-    # an episode that loses a pipelined re-registration's reply needs every broker's pipelining
-    # session on a per-run wire proxy (the kazoo sessions keep their Toxiproxy links)
-    pipeline = tuple(b.broker_id for b in inv.brokers) if "pipeline_zkproxy" in needs(_fault_names(args)) else ()
+    pipeline = tuple(b.broker_id for b in inv.brokers) if pipelined else ()
     return TestSpec(name=name, toggles=toggles, zkproxy="all" if getattr(args, "zkproxy", False) else "off",
                     workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
                     seed=seed, pipeline_zkproxy=pipeline, zk_overrides=zk)
@@ -210,11 +213,11 @@ def brokers_from_args(args: argparse.Namespace, inv: Inventory) -> KafkaBrokers 
     kafka = kafka_brokers(kafka_target(brokers, "--brokers"), "--brokers", args, len(inv.zookeepers))
     if args.toggle:
         raise UsageError("--toggle: agent toggles do not apply to real Kafka brokers (--brokers)")
-    from nemesis.episodes import EPISODES
+    from nemesis.episodes import agent_only
 
-    if episodes := [f for f in _fault_names(args) if f in EPISODES]:
-        raise UsageError(f"--faults {', '.join(episodes)}: episodes act through the agents' request hooks; with --brokers "
-                         "kafka:VERSION use link and process faults")
+    if episodes := agent_only(_fault_names(args)):
+        raise UsageError(f"--faults {', '.join(episodes)}: these episodes act through the agents' request hooks; with "
+                         "--brokers kafka:VERSION use link and process faults, or lost_connect")
     return kafka
 
 

@@ -54,7 +54,7 @@ def test_the_queue_workload_on_real_brokers_runs_through_its_kafka_client_and_th
     (["--brokers", "kafka:3.9.1", "--toggle", "registration=3x"], "--toggle: agent toggles do not apply"),
     (["--brokers", "kafka:3.9.1", "--zk-hosts", "0"], "run: error: argument --zk-hosts: expected an integer in [1,"),
     (["--zk-socket", "netty"], "--zk-socket: only with --brokers kafka:VERSION"),
-    (["--brokers", "kafka:3.9.1", "--faults", "kill,held_bounce"], "--faults held_bounce: episodes act through"),
+    (["--brokers", "kafka:3.9.1", "--faults", "kill,held_bounce"], "--faults held_bounce: these episodes act through"),
 ], ids=["kraft-only", "unresolvable", "not-kafka", "workload", "idempotence", "toggle", "zero-hosts", "socket-alone", "episode"])
 def test_bad_brokers_flags_are_one_line_exit_254(argv, says, capsys):
     try:
@@ -64,6 +64,17 @@ def test_bad_brokers_flags_are_one_line_exit_254(argv, says, capsys):
     assert code == 254
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith((f"harness: {says}", f"harness {says}")), err
+
+
+def test_lost_connect_runs_on_real_brokers_with_every_zookeeper_connection_on_the_wire_proxy():
+    inv = load_inventory()
+    spec = spec_from_args(build_parser().parse_args(
+        ["run", "--brokers", "kafka:3.9.1", "--zk-socket", "netty", "--zk-hosts", "3", "--faults", "lost_connect,kill"]),
+        inv)
+    assert spec.zkproxy == "all" and spec.kafka.zk_socket == "netty" and spec.kafka.zk_hosts == 3
+    assert any(step.op.f == "zk_rules" for step in spec.schedule.steps)
+    plain = spec_from_args(build_parser().parse_args(["run", "--brokers", "kafka:3.9.1", "--faults", "kill"]), inv)
+    assert plain.zkproxy == "off"
 
 
 def test_the_shipped_nightly_kafka_campaign_plans_real_brokers_with_the_kafka_client():

@@ -159,6 +159,15 @@ def test_real_kafka_releases_are_a_matrix_axis_outside_toggles_and_workloads(tmp
     argv = plan[2].argv(c)
     assert argv[argv.index("--brokers") + 1] == "kafka:3.9.1" and "--margin-ms" not in argv  # real brokers' default
     assert plan[2].label.startswith("kafka:3.9.1 · partition")
+    assert "--zk-socket" not in argv and "--zk-hosts" not in argv  # harness run's defaults
+    netty = load_campaign(write(tmp_path, 'zk_socket = "netty"\nzk_hosts = 3\n[matrix]\nfaults = ["lost_connect"]\n'
+                                          'brokers = ["kafka:3.9.1", "agents"]\n'))
+    kafka_run, agents_run = netty.plan()
+    assert kafka_run.argv(netty)[kafka_run.argv(netty).index("--zk-socket") + 1] == "netty"
+    assert kafka_run.argv(netty)[kafka_run.argv(netty).index("--zk-hosts") + 1] == "3"
+    assert "--zk-socket" not in agents_run.argv(netty)  # the agents' socket is a toggle
+    assert netty.plan_hash() != load_campaign(write(tmp_path, '[matrix]\nfaults = ["lost_connect"]\n'
+                                                              'brokers = ["kafka:3.9.1", "agents"]\n')).plan_hash()
     agents = load_campaign(write(tmp_path, 'margin_ms = 5000\n[matrix]\nfaults = ["kill"]\n'))
     assert agents.brokers == ("agents",) and "--brokers" not in agents.plan()[0].argv(agents)
     assert agents.plan()[0].argv(agents)[agents.plan()[0].argv(agents).index("--margin-ms") + 1] == "5000"
@@ -171,7 +180,10 @@ def test_real_kafka_releases_are_a_matrix_axis_outside_toggles_and_workloads(tmp
     ('[matrix]\nbrokers = []\n', r"c\.toml:2: matrix\.brokers: must not be empty"),
     ('[matrix]\nbrokers = ["kafka:3.9.1"]\ntoggles = [{ registration = "3x" }]\n',
      r"c\.toml:3: matrix\.toggles: agent toggles do not apply to real Kafka brokers"),
-], ids=["not-kafka", "kraft", "not-a-string", "empty", "toggles"])
+    ('zk_socket = "epoll"\n[matrix]\nbrokers = ["kafka:3.9.1"]\n', r"c\.toml:1: zk_socket: 'epoll': expected one of nio"),
+    ('zk_hosts = 0\n[matrix]\nbrokers = ["kafka:3.9.1"]\n', r"c\.toml:1: zk_hosts: "),
+    ('zk_socket = "netty"\n[matrix]\nbrokers = ["agents"]\n', r"c\.toml:1: zk_socket: only with real Kafka brokers"),
+], ids=["not-kafka", "kraft", "not-a-string", "empty", "toggles", "socket", "hosts", "socket-on-agents"])
 def test_bad_brokers_in_a_campaign_are_one_line_naming_file_line_and_key(tmp_path, text, says):
     with pytest.raises(CampaignError, match=says):
         load_campaign(write(tmp_path, text))
