@@ -16,6 +16,7 @@ from typing import NamedTuple
 Grudge = dict[str, frozenset[str]]
 
 GRUDGES = ("isolate", "halves", "bridge", "majorities-ring")
+COMPONENT_GRUDGES = ("isolate", "halves")  # the targets on one side, every other node on the other
 DIRECTIONS = ("both", "one-way")
 
 
@@ -116,7 +117,7 @@ def build(kind: str, targets: Sequence[str], nodes: Sequence[str], direction: st
     while its own traffic still gets through (only for the component grudges)."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
-    if kind in ("isolate", "halves"):
+    if kind in COMPONENT_GRUDGES:
         if not targets:
             raise ValueError(f"{kind}: needs target nodes")
         comps = isolate(targets, nodes)

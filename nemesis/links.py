@@ -11,7 +11,10 @@ Faults (``FaultOp.f``), each ``start`` adds toxics and ``stop`` removes the toxi
   cut, then stop the isolation" is a partial heal.
 * ``partition``: a grudge (``nemesis.grudges``) cut onto the links. params: ``grudge``
   (isolate | halves | bridge | majorities-ring), ``direction`` (both | one-way); targets as
-  ``grudges.build`` reads them.
+  ``grudges.build`` reads them. The workload clients (node ``client``: their links ``client->zk<M>``
+  and ``client->b<N>``) stand with the nodes that are not targeted, as a control node outside the
+  cut-off side would: an isolated or minority half loses its clients too; a bridge or a ring
+  leaves them every link (they are no node of it).
 * ``latency``: params ``latency_ms`` (default 200), ``jitter_ms`` (default 50).
 * ``bandwidth``: params ``rate_kb`` (KB/s, default 1).
 * ``reset_peer``: connections are reset (TCP RST) after ``timeout_ms`` (default 0: at once).
@@ -27,9 +30,10 @@ from __future__ import annotations
 from typing import Any
 
 from base.components.toxiproxy import LinkNet
-from nemesis.grudges import LinkRef, build, grudge_cuts
+from nemesis.grudges import COMPONENT_GRUDGES, LinkRef, build, grudge_cuts
 from nemesis.ops import FaultOp
 from nemesis.registry import faults_of
+from nemesis.targets import CLIENT_NODE
 
 # fault → (toxic type, default attributes from params)
 SHAPING: dict[str, tuple[str, dict[str, tuple[str, int]]]] = {
@@ -92,9 +96,9 @@ class LinkNemesis:
         if op.f == "partition":
             if op.phase == "stop":
                 return {"toxics_removed": remove("partition_")}
-            nodes = [n.name for n in self.cluster.inv.nodes]
-            grudge = build(op.params.get("grudge", "isolate"), op.targets, nodes,
-                           op.params.get("direction", "both"))
+            kind = op.params.get("grudge", "isolate")
+            nodes = [n.name for n in self.cluster.inv.nodes] + ([CLIENT_NODE] if kind in COMPONENT_GRUDGES else [])
+            grudge = build(kind, op.targets, nodes, op.params.get("direction", "both"))
             cuts = grudge_cuts(grudge, self._refs())
             for link, streams in cuts.items():
                 for st in sorted(streams):

@@ -88,3 +88,32 @@ def test_build_rejects_bad_input():
         build("isolate", ["b1"], NODES, "sideways")
     with pytest.raises(ValueError, match="two-way"):
         build("bridge", [], NODES, "one-way")
+
+
+def test_a_partition_cuts_the_clients_from_the_side_cut_off_and_a_ring_leaves_them_alone():
+    """The workload clients (``client->zk<M>``, ``client->b<N>``) stand with the nodes not targeted."""
+    from types import SimpleNamespace
+
+    from base.components.toxiproxy import Link
+    from nemesis.links import LinkNemesis
+    from nemesis.ops import FaultOp
+
+    names = ["b1", "b2", "b3", "zk1", "zk2", "zk3"]
+    links = {ln.name: ln for ln in (
+        [Link(f"{b}->{z}", "agent-zk", b, z, "") for b in names[:3] for z in names[3:]]
+        + [Link(f"client->{n}", "client-broker" if n[0] == "b" else "client-zk", "client", n, "") for n in names])}
+    added: list[tuple[str, str]] = []
+    net = SimpleNamespace(links=links, remove_toxics=None,
+                          add_toxic=lambda name, toxic, type_, stream, attrs: added.append((name, stream)))
+    nem = LinkNemesis()
+    nem.setup(SimpleNamespace(links=net, inv=SimpleNamespace(nodes=[SimpleNamespace(name=n) for n in names])))
+
+    out = nem.invoke(FaultOp("partition", "start", ["b2"], {"grudge": "isolate"}))
+    assert sorted(out["cuts"]) == ["b2->zk1", "b2->zk2", "b2->zk3", "client->b2"]
+    assert ("client->b2", "upstream") in added and ("client->b2", "downstream") in added
+    added.clear()
+    nem.invoke(FaultOp("partition", "start", ["b1", "zk1"], {"grudge": "halves", "direction": "one-way"}))
+    assert {n for n, _ in added} >= {"client->b1", "client->zk1"} and "client->b2" not in {n for n, _ in added}
+    added.clear()
+    out = nem.invoke(FaultOp("partition", "start", [], {"grudge": "majorities-ring"}))
+    assert not any(n.startswith("client->") for n, _ in added) and "client" not in out["grudge_map"]
