@@ -16,8 +16,10 @@ What each op records (the fields the queue checkers read, ``history.kinds.WRITTE
   the brokers assigned.
 * ``send``: one produce, ``acks`` all or 1, waited for until the delivery report or the deadline.
   ``ok`` with the offset the broker assigned, ``leader_epoch`` when the client reports it, and
-  ``leader`` null (the delivery report does not say which broker answered). Without idempotence
-  the producer is configured for one attempt (``retries`` 0). Only an error raised before anything
+  ``leader`` null (the delivery report does not say which broker answered). With idempotence
+  (``--idempotence auto`` and ``acks=all``, Kafka's producer default) librdkafka retries with
+  sequence numbers the broker deduplicates; without it the producer is configured for one attempt
+  (``retries`` 0), and a 3.9.1 run still had one batch land twice. Only an error raised before anything
   was sent is ``fail`` (``UNSENT_CODES``); every other outcome is ``info``: a timeout, a dropped
   connection, REQUEST_TIMED_OUT or NOT_ENOUGH_REPLICAS_AFTER_APPEND (appended on the leader,
   perhaps committed later), and even an error Kafka returns only before it appends (see

@@ -183,24 +183,33 @@ class QueueClient:
         self._kafka = None
 
 
+IDEMPOTENCE = ("auto", "on", "off")
+
+
 def queue_workload(concurrency: int = DEFAULT_CONCURRENCY, rate: float | None = None, acks: str = "all",
-                   idempotence: str = "off", partitions: int = PARTITIONS, topic: str = TOPIC) -> Workload:
-    """The agents' producer has no idempotence: with ``idempotence`` on, the workload runs only on
-    real Kafka brokers (its agent client is None)."""
+                   idempotence: str = "auto", partitions: int = PARTITIONS, topic: str = TOPIC) -> Workload:
+    """``idempotence``: the real brokers' producer; ``auto`` is Kafka's own producer's default since
+    3.0 (idempotent with ``acks=all``, not with ``acks=1``). The agents' producer has none: with
+    ``idempotence`` on, the workload runs only on real Kafka brokers (its agent client is None)."""
     if concurrency <= 0:
         raise ValueError(f"concurrency must be > 0, got {concurrency}")
     if rate is not None and rate <= 0:
         raise ValueError(f"rate must be > 0 ops/s, got {rate}")
-    if idempotence not in ("on", "off"):
-        raise ValueError(f"idempotence is on or off, not {idempotence!r}")
+    if idempotence not in IDEMPOTENCE:
+        raise ValueError(f"idempotence is {', '.join(IDEMPOTENCE)}, not {idempotence!r}")
+    if idempotence == "on" and acks != "all":  # librdkafka refuses the pair, as Kafka's producer does
+        raise ValueError(f"--idempotence on needs --acks all (the idempotent producer waits for every in-sync "
+                         f"replica), not --acks {acks}")
     gen = QueueGenerator(topic, partitions, concurrency, rate, acks)
     return Workload("queue", None if idempotence == "on" else QueueClient(), gen, concurrency, QUEUE_CHECKERS,
                     setup=setup_ops(topic, partitions), final=final_ops(topic, partitions),
-                    kafka_client=KafkaQueueClient(idempotence=idempotence == "on"))
+                    kafka_client=KafkaQueueClient(idempotence=idempotence == "on" or (idempotence == "auto"
+                                                                                      and acks == "all")))
 
 
 # `harness run --workload queue`: its options, and how the command line builds it (workloads.DEFINITIONS)
 DEFINITION = WorkloadDef("queue", queue_workload, DEFAULT_CONCURRENCY, (
     Option("acks", "all", "producer acks of the queue workload", choices=("all", "1")),
-    Option("idempotence", "off", "the idempotent producer of the queue workload on real Kafka brokers "
-           "(--brokers kafka:VERSION; the agents have none)", choices=("on", "off")),))
+    Option("idempotence", "auto", "the idempotent producer of the queue workload on real Kafka brokers "
+           "(--brokers kafka:VERSION; the agents have none); auto: Kafka's producer default since 3.0, on with "
+           "--acks all, off with --acks 1", choices=IDEMPOTENCE),))

@@ -123,7 +123,10 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
         raise UsageError(f"--rate: must be > 0 ops/s, got {rate}")
     d = DEFINITIONS[name]  # a fresh workload: its generator keeps per-run state
     options = {o.name: getattr(args, o.name) for o in d.options if getattr(args, o.name, None) is not None}
-    return d.make(concurrency, rate, options)
+    try:
+        return d.make(concurrency, rate, options)
+    except ValueError as e:  # a pair of options the workload refuses (each flag alone is argparse's)
+        raise UsageError(str(e)) from None
 
 
 def toggles_from_args(args: argparse.Namespace) -> dict[str, Any]:

@@ -34,9 +34,12 @@ def test_real_brokers_run_the_registration_checkers_with_a_jvm_sized_margin():
 def test_the_queue_workload_on_real_brokers_runs_through_its_kafka_client_and_the_queue_checkers():
     inv = load_inventory()
     spec = spec_from_args(build_parser().parse_args(
-        ["run", "--brokers", "kafka:3.9.1", "--workload", "queue", "--acks", "1", "--idempotence", "on"]), inv)
-    assert isinstance(spec.workload.client, KafkaQueueClient) and spec.workload.client.idempotence
+        ["run", "--brokers", "kafka:3.9.1", "--workload", "queue", "--acks", "1", "--idempotence", "off"]), inv)
+    assert isinstance(spec.workload.client, KafkaQueueClient) and not spec.workload.client.idempotence
     assert spec.workload.generator.acks == "1"
+    idempotent = spec_from_args(build_parser().parse_args(["run", "--brokers", "kafka:3.9.1", "--workload", "queue"]),
+                                inv)
+    assert idempotent.workload.client.idempotence  # auto: Kafka's producer default with acks=all
     assert spec.checkers == ("registration_epochs", "registration_liveness", *QUEUE_CHECKERS)
     assert not spec.local_check  # the queue checkers run on Spark
     agents = spec_from_args(build_parser().parse_args(["run", "--workload", "queue"]), inv)
@@ -51,11 +54,13 @@ def test_the_queue_workload_on_real_brokers_runs_through_its_kafka_client_and_th
      "--workload: the register workload speaks the agents' protocol; with --brokers kafka:VERSION: none, queue"),
     (["--workload", "queue", "--idempotence", "on"],
      "--idempotence on: only with --brokers kafka:VERSION (the agents' queue client has no such mode)"),
+    (["--brokers", "kafka:3.9.1", "--workload", "queue", "--acks", "1", "--idempotence", "on"],
+     "--idempotence on needs --acks all"),
     (["--brokers", "kafka:3.9.1", "--toggle", "registration=3x"], "--toggle: agent toggles do not apply"),
     (["--brokers", "kafka:3.9.1", "--zk-hosts", "0"], "run: error: argument --zk-hosts: expected an integer in [1,"),
     (["--zk-socket", "netty"], "--zk-socket: only with --brokers kafka:VERSION"),
     (["--brokers", "kafka:3.9.1", "--faults", "kill,held_bounce"], "--faults held_bounce: these episodes act through"),
-], ids=["kraft-only", "unresolvable", "not-kafka", "workload", "idempotence", "toggle", "zero-hosts", "socket-alone", "episode"])
+], ids=["kraft-only", "unresolvable", "not-kafka", "workload", "idempotence", "idempotent-acks-1", "toggle", "zero-hosts", "socket-alone", "episode"])
 def test_bad_brokers_flags_are_one_line_exit_254(argv, says, capsys):
     try:
         code = main(["run", *argv])

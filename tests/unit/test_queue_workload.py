@@ -94,5 +94,9 @@ def test_the_queue_workload_brings_a_kafka_client_and_idempotence_is_for_real_br
     assert not w.kafka_client.idempotence
     idem = queue_workload(idempotence="on")
     assert idem.client is None and idem.kafka_client.idempotence  # the agents' producer has no idempotence
-    with pytest.raises(ValueError, match="idempotence is on or off"):
+    assert queue_workload().kafka_client.idempotence and not queue_workload(acks="1").kafka_client.idempotence  # auto
+    assert queue_workload().client is not None  # auto on the agents: their producer, which has none
+    with pytest.raises(ValueError, match="needs --acks all"):
+        queue_workload(acks="1", idempotence="on")
+    with pytest.raises(ValueError, match="idempotence is auto, on, off"):
         queue_workload(idempotence="yes")
