@@ -119,12 +119,9 @@ _INV: Any = None
 def _parser() -> Any:
     global _PARSER, _INV
     if _PARSER is None:
-        import harness.commands.run as run_mod
+        import nemesis.search  # noqa: F401 - imported once here, not inside the first input's deadline
         from base.inventory import load_inventory
         from harness.cli import build_parser
-
-        run_mod.fetch = lambda brokers, flag: None  # resolving Kafka's jars is a download, not parsing
-        import nemesis.search  # noqa: F401 - imported once here, not inside the first input's deadline
         _PARSER, _INV = build_parser(), load_inventory(None)
     return _PARSER
 
@@ -157,9 +154,15 @@ def _flags_once(command: str, argv: list[str]) -> str | None:
     if (why := _bounds_error(_subparser(command), args)) is not None:
         return why
     if command == "run":
-        from harness.commands.run import spec_from_args
+        import harness.commands.run as run_mod
 
-        spec = spec_from_args(args, _INV)
+        # resolving Kafka's jars is a download, not parsing: skipped for this call only (a process
+        # that runs `harness run` after the fuzz, as a test session does, still resolves them)
+        fetch, run_mod.fetch = run_mod.fetch, lambda brokers, flag: None
+        try:
+            spec = run_mod.spec_from_args(args, _INV)
+        finally:
+            run_mod.fetch = fetch
         if len(spec.schedule.steps) > 3 * MAX_SCHEDULE_STEPS:
             return f"a schedule of {len(spec.schedule.steps)} steps"
         if not (math.isfinite(spec.time_limit) and spec.time_limit > 0):
