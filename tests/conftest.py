@@ -52,6 +52,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if path.parent.name == "integration":
             # a module whole on one worker: its module-scoped cluster starts once
             item.add_marker(pytest.mark.xdist_group(path.name))
+    # The longest first (xdist hands out work in collection order): a slow module that came last
+    # would run alone on one worker while the other idles. Stable: the rest keep their order.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 XDIST_WORKER = b"sys.stdin.readline"  # execnet starts each worker as `python -c ...exec(eval(sys.stdin.readline()))`

@@ -20,7 +20,7 @@ from base.localstate import processes_mentioning
 from history import read_events
 from tests.nethosts import NetHosts, available, sh
 
-pytestmark = [pytest.mark.integration,
+pytestmark = [pytest.mark.integration, pytest.mark.slow,
               pytest.mark.skipif(available() is not None, reason=f"namespace hosts: {available()}")]
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
