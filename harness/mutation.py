@@ -129,6 +129,8 @@ RELEASE_BUGS: dict[str, ReleaseBug] = {
 # The stories a released broker carries that no randomized fault reaches yet, and why.
 RELEASE_BUGS_UNREACHABLE: dict[str, str] = {
     "KAFKA-7235": "needs the controller's requests held and replayed on the wire (the Kafka wire proxy, issue 42)",
-    "KAFKA-6584": "needs Kafka 2.1.1, whose ZooKeeper 3.4 client does not start on this machine's Java 17 (issue 42)",
+    "KAFKA-6584": "its episode (revived_session) runs on 2.1.1 and 2.2.0, but a pre-2.2 broker's log names no "
+                  "session or epoch for a registration (broker epochs came with KIP-380 in 2.2), so registration_liveness "
+                  "says unknown there; it needs the registrations from the ZooKeeper wire proxy's events (issue 42)",
     "KAFKA-14139": "needs AlterPartition held on the wire (the Kafka wire proxy, issue 42)",
 }

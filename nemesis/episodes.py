@@ -188,7 +188,7 @@ EPISODES: dict[str, Episode] = {
                             help="lose a pipelined re-registration's ConnectResponse after an expiry (KAFKA-14845)"),
     "empty_rejoin": Episode(empty_rejoin, 2.0,
                             help="held AlterPartition + a broker killed and restarted with wiped logs (KAFKA-14139)"),
-    "revived_session": Episode(revived_session, 3.0, sync_s=revived_session_sync_s,
+    "revived_session": Episode(revived_session, 3.0, sync_s=revived_session_sync_s, on_kafka=True,
                                help="a broker's session expires at a leader whose followers are paused, the leader "
                                     "dies, the new one revives the session (KAFKA-6584; needs a long sync_limit)"),
 }

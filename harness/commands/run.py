@@ -220,7 +220,7 @@ def brokers_from_args(args: argparse.Namespace, inv: Inventory) -> KafkaBrokers 
 
     if episodes := agent_only(_fault_names(args)):
         raise UsageError(f"--faults {', '.join(episodes)}: these episodes act through the agents' request hooks; with "
-                         "--brokers kafka:VERSION use link and process faults, or lost_connect")
+                         "--brokers kafka:VERSION use link and process faults, lost_connect or revived_session")
     return kafka
 
 
