@@ -38,7 +38,6 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from base.inventory import load_inventory
-    from checkers.spark import add_master_flag
     from harness.campaign import load_campaign
     from harness.engine import Engine
     from harness.mutation import FIXED, parse_mutations
@@ -50,11 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fixed-runs", type=int, default=50, metavar="N", help="runs of the fixed agent (default 50; 0 skips)")
     p.add_argument("--toggles", metavar="A=B,...", help="bugs to score, comma-separated (none: only the fixed agent); join two toggles of one "
                    "bug with '+' (default: every bug of harness.mutation.MUTATIONS)")
-    p.add_argument("--store", metavar="DIR", default=str(ROOT / "store" / "bench"),
-                   help="store directory (default ./store/bench)")
-    add_master_flag(p)
-    p.add_argument("--json", metavar="FILE", help="also write the scores as JSON")
-    p.add_argument("--verbose", action="store_true", help="print every run's live steps")
+    add_output_flags(p)
     args = p.parse_args(argv)
     if args.budget_per_toggle <= 0 or args.fixed_runs < 0:
         print("--budget-per-toggle must be > 0 and --fixed-runs >= 0", file=sys.stderr)
@@ -84,6 +79,17 @@ def main(argv: list[str] | None = None) -> int:
                                                "toggles": [dataclasses.asdict(s) for s in scores],
                                                "fixed": dataclasses.asdict(fixed) if fixed else None}, indent=2))
     return 0
+
+
+def add_output_flags(p: argparse.ArgumentParser) -> None:
+    """The flags every bug-catching bench shares: where campaigns go, the Spark master, the JSON, the live steps."""
+    from checkers.spark import add_master_flag
+
+    p.add_argument("--store", metavar="DIR", default=str(ROOT / "store" / "bench"),
+                   help="store directory (default ./store/bench)")
+    add_master_flag(p)
+    p.add_argument("--json", metavar="FILE", help="also write the scores as JSON")
+    p.add_argument("--verbose", action="store_true", help="print every run's live steps")
 
 
 def _score(args, base, inv, store, live, out, engine, mutations, scores):  # noqa: ANN001, ANN202

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from base.inventory import load_inventory
-    from checkers.spark import add_master_flag
+    from bench.mutation import add_output_flags
     from harness.campaign import REPO_ROOT, load_campaign
     from harness.engine import Engine
     from harness.mutation import RELEASE_BUGS
@@ -53,11 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="wall-clock seconds to catch each bug: no run starts after it (default 900)")
     p.add_argument("--control-runs", type=int, default=20, metavar="N",
                    help="runs of each bug's control (default 20; 0 skips)")
-    p.add_argument("--store", metavar="DIR", default=str(ROOT / "store" / "bench"),
-                   help="store directory (default ./store/bench)")
-    add_master_flag(p)
-    p.add_argument("--json", metavar="FILE", help="also write the scores as JSON")
-    p.add_argument("--verbose", action="store_true", help="print every run's live steps")
+    add_output_flags(p)
     args = p.parse_args(argv)
     if not 0 < args.budget_per_bug <= 86400 or not 0 <= args.control_runs <= 1000:
         print("--budget-per-bug must be in (0, 86400] and --control-runs in [0, 1000]", file=sys.stderr)

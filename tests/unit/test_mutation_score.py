@@ -81,3 +81,22 @@ def test_a_killed_runs_partial_directory_is_listed_as_interrupted_once(tmp_path)
     assert note_interrupted(cdir, state) == [] and len(state["interrupted"]) == 2
     page = campaign_index({**state, "finished": False})
     assert "2 interrupted" in page and 'id="interrupted"' in page and "runs/c-001/20261123T1" in page
+
+
+def test_each_release_bug_is_reached_by_a_fault_real_brokers_take_and_named_by_known_checkers():
+    from base.components.kafka import release_of
+    from bench.mutation_kafka import with_fault
+    from checkers.project import CHECKER_NAMES
+    from harness.mutation import RELEASE_BUGS, RELEASE_BUGS_UNREACHABLE
+    from harness.spec import ZK_SOCKETS
+    from nemesis.episodes import EPISODES
+
+    for jira, bug in RELEASE_BUGS.items():
+        assert bug.jira == jira and jira not in RELEASE_BUGS_UNREACHABLE
+        assert EPISODES[bug.fault].on_kafka, f"{jira}: {bug.fault} acts through agent hooks"
+        assert release_of(bug.release) and release_of(bug.control_release)
+        assert {bug.buggy_socket, bug.control_socket} <= set(ZK_SOCKETS)
+        assert (bug.release, bug.buggy_socket) != (bug.control_release, bug.control_socket), f"{jira}: no control"
+        assert set(bug.checkers) <= set(CHECKER_NAMES), f"{jira}: unknown checkers {bug.checkers}"
+    assert with_fault(("partition", "isolate,lost_connect", "schedule:x.toml"), "lost_connect") == (
+        "partition,lost_connect", "isolate,lost_connect", "schedule:x.toml")
