@@ -54,6 +54,7 @@ from nemesis.base import FaultOp, NemesisRunner
 from workloads.base import Op, OpRecorder, WorkloadRunner
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+RESET_TIMEOUT_S = 10.0  # a warm cluster whose ZooKeeper does not answer the reset in this long is replaced
 
 
 
@@ -192,8 +193,12 @@ class Engine:
         """A cluster for ``spec``: the warm one when the shape matches, else a new one (cold)."""
         if self.cluster is not None and self.keep_warm and self._shape == spec.cluster_shape() \
                 and spec.zkproxy == "off":
-            self._reset()
-            return self.cluster
+            try:
+                self._reset()
+                return self.cluster
+            except Exception as e:  # noqa: BLE001 - a warm cluster that died (killed by `harness teardown
+                # --force`, its ZooKeeper gone) is replaced, not waited on for ever
+                self.say(f"  [yellow]the warm cluster is unusable ({type(e).__name__}: {e}); starting a new one[/]")
         self._drop_cluster()
         inv = self.inv
         if spec.zk_overrides:
@@ -227,7 +232,7 @@ class Engine:
     def _reset(self) -> None:
         """Between runs on a warm cluster: only /zookeeper left in ZooKeeper, no agent's or broker's files."""
         zk = self.zk()
-        for child in zk.get_children("/"):
+        for child in zk.get_children_async("/").get(timeout=RESET_TIMEOUT_S):  # kazoo's own waits for ever
             if child != "zookeeper":
                 # an ephemeral of a dying session can reappear mid-delete: try again
                 wait_until(lambda c=child: _try_delete(zk, f"/{c}"), 2.0)

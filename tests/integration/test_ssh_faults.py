@@ -64,9 +64,9 @@ def _sshd(scratch: str) -> int:
     return pid
 
 
-def _start(store: Path, *argv: str) -> tuple[subprocess.Popen[str], list[str], str]:
+def _start(store: Path, *argv: str, env: dict[str, str] = ENV) -> tuple[subprocess.Popen[str], list[str], str]:
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--store", str(store), *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO,
                             start_new_session=True)
     assert proc.stdout is not None
     seen: list[str] = []
@@ -113,7 +113,10 @@ def test_dropped_ssh_connections_are_reestablished_and_the_run_finishes(tmp_path
 
 def test_a_node_that_stays_unreachable_ends_unknown_and_teardown_stops_everything(tmp_path):
     store = tmp_path / "store"
-    proc, seen, scratch = _start(store, "--time-limit", "12", "--target", "1", "--seed", "3")
+    # a control node of its own (its state dir): the teardown --force below stops this run only, not
+    # a warm cluster another test of this worker still uses
+    env = {**ENV, "ZKFENCE_STATE_DIR": str(tmp_path / "state")}
+    proc, seen, scratch = _start(store, "--time-limit", "12", "--target", "1", "--seed", "3", env=env)
     sshd = _sshd(scratch)
     sessions = _sessions(sshd)  # before the listener dies: its orphans would be reparented
     os.kill(sshd, signal.SIGKILL)  # the listener first: nothing can reconnect
@@ -128,12 +131,12 @@ def test_a_node_that_stays_unreachable_ends_unknown_and_teardown_stops_everythin
         assert results["valid"] == "unknown" and results["error"]
         assert processes_mentioning(scratch), "ZooKeeper and the agents outlive a control node that lost them"
         res = subprocess.run([sys.executable, "-m", "harness.cli", "teardown"], capture_output=True, text=True,
-                             env=ENV, cwd=REPO, timeout=120)
+                             env=env, cwd=REPO, timeout=120)
         assert res.returncode == 0 and "signalled" in res.stdout, res.stdout + res.stderr
         deadline = time.monotonic() + 10
         while processes_mentioning(scratch) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert processes_mentioning(scratch) == []
     finally:
-        subprocess.run([sys.executable, "-m", "harness.cli", "teardown", "--force"], env=ENV, cwd=REPO, timeout=120,
+        subprocess.run([sys.executable, "-m", "harness.cli", "teardown", "--force"], env=env, cwd=REPO, timeout=120,
                        capture_output=True)

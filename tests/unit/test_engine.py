@@ -36,9 +36,20 @@ class FakeAgent:
 class FakeZk:
     def __init__(self) -> None:
         self.children = ["zookeeper", "brokers"]
+        self.dead = False  # its servers are gone: an async call's result never comes
 
     def get_children(self, path: str) -> list[str]:
         return list(self.children)
+
+    def get_children_async(self, path: str) -> Any:
+        children, dead = self.get_children(path), self.dead
+
+        class Result:
+            def get(self, timeout: float | None = None) -> list[str]:
+                if dead:
+                    raise TimeoutError(f"no answer in {timeout}s")  # as kazoo's handler raises on a timeout
+                return children
+        return Result()
 
     def delete(self, path: str, recursive: bool = False) -> None:
         self.children.remove(path.strip("/"))
@@ -295,6 +306,17 @@ def test_a_warm_cluster_is_reused_and_reset_for_tests_of_the_same_shape(tmp_path
         eng.run(TestSpec("b", script=lambda ctx: None, recovery=False, zk_overrides={"sync_limit": 100}))
         assert len(FakeCluster.instances) == 2 and warm.calls[-1] == "teardown"
     assert FakeCluster.instances[1].calls[-1] == "teardown"
+
+
+def test_a_warm_cluster_that_died_is_replaced_not_waited_on(tmp_path: Path) -> None:
+    """`harness teardown --force` (or anything else) killed the warm cluster's ZooKeeper between two
+    runs: the reset's read times out and the engine starts a new cluster."""
+    with engine(tmp_path, FakeNemesis(), keep_warm=True) as eng:
+        eng.run(TestSpec("a", script=lambda ctx: None, recovery=False))
+        FakeCluster.instances[0].zk_client.dead = True
+        out = eng.run(TestSpec("a", script=lambda ctx: None, recovery=False))
+        assert out.error is None and len(FakeCluster.instances) == 2
+        assert FakeCluster.instances[0].calls[-1] == "teardown" and "start" in FakeCluster.instances[1].calls
 
 
 class Counter:
