@@ -154,15 +154,14 @@ def _flags_once(command: str, argv: list[str]) -> str | None:
     if (why := _bounds_error(_subparser(command), args)) is not None:
         return why
     if command == "run":
+        from unittest import mock
+
         import harness.commands.run as run_mod
 
         # resolving Kafka's jars is a download, not parsing: skipped for this call only (a process
         # that runs `harness run` after the fuzz, as a test session does, still resolves them)
-        fetch, run_mod.fetch = run_mod.fetch, lambda brokers, flag: None
-        try:
+        with mock.patch.object(run_mod, "fetch", lambda brokers, flag: None):
             spec = run_mod.spec_from_args(args, _INV)
-        finally:
-            run_mod.fetch = fetch
         if len(spec.schedule.steps) > 3 * MAX_SCHEDULE_STEPS:
             return f"a schedule of {len(spec.schedule.steps)} steps"
         if not (math.isfinite(spec.time_limit) and spec.time_limit > 0):

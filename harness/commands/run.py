@@ -165,8 +165,8 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
         fetch(kafka, "--brokers")  # last: every flag is judged before anything is downloaded
         return TestSpec(name=name if getattr(args, "test", None) else f"{name}-kafka-{kafka.version}",
                         zkproxy="all" if getattr(args, "zkproxy", False) or pipelined else "off", kafka=kafka,
-                        workload=workload,
-                        schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms, seed=seed,
+                        workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
+                        seed=seed,
                         checkers=KAFKA_CHECKERS + workload.checkers, local_check=not workload.checkers,
                         agents_end="kill", zk_overrides=zk)
     pipeline = tuple(b.broker_id for b in inv.brokers) if pipelined else ()
