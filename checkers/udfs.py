@@ -4,7 +4,8 @@ session gets (``spark.jars``: a cluster's executors fetch it from the driver) an
 
 Only a speed-up: a function stands for Spark expressions that give the same values
 (``zkfence.EventFields`` for the ``from_json`` of every history line ``harness analyze`` ingests,
-2-3x faster; bench/RESULTS.md), and a session without the jar (no ``javac`` to build it, or
+2-3x faster; bench/RESULTS.md; ``zkfence.Slots``, the leaf that lets a small check's plans be built
+once per process, checkers/plans.py), and a session without the jar (no ``javac`` to build it, or
 ``HARNESS_SPARK_UDFS=off``) runs those expressions instead. ``make install`` builds the jar
 (``python -m checkers.udfs``); a session builds it on first use when it is missing. Its name
 carries a digest of the sources and of pyspark's version, so a change to either builds a new one.
@@ -117,6 +118,12 @@ def register(spark: SparkSession) -> None:
 
 def registered(spark: SparkSession, name: str) -> bool:
     return bool(spark.catalog.functionExists(name))
+
+
+def jar_loaded(spark: SparkSession) -> bool:
+    """The session was started with the jar (``get_spark`` registers its functions then): its classes,
+    ``zkfence.Slots`` among them, are there."""
+    return registered(spark, EVENT_FIELDS)
 
 
 def main(argv: list[str] | None = None) -> int:

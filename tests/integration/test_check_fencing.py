@@ -591,3 +591,23 @@ def test_max_broker_epoch_reads_no_request_it_cannot_pair_on_large_input(spark) 
     stale = spark.createDataFrame([(*rows[0][:7], 4, *rows[0][8:]), rows[1]], schema)  # MaxBrokerEpoch 4 < own 5
     assert [r["message"] for r in MAX_BROKER_EPOCH.plan(stale).collect()] == [
         "broker 2 applied LeaderAndIsr with MaxBrokerEpoch 4 built from map epoch 5; its own epoch is 5"]
+
+
+def test_plans_built_once_give_every_history_its_own_verdicts(spark, paths, monkeypatch) -> None:  # noqa: ANN001
+    """A small check runs plans built once per process over a slot (``plans._run_on_slot``): each
+    history, checked alone on plans that last ran on another (a breaking one after a holding one and
+    back), gets what plans built for it give. A plan that kept the last history's rows (a shuffle's
+    output, an intermediate result) would give the next history its verdict."""
+    from checkers import plans
+    from checkers.fencing import PLANS
+    from checkers.queue import QUEUE_PLANS
+
+    assert plans.slots_usable(spark)
+    names = [c.name for c in PLANS + QUEUE_PLANS]
+    order = [paths[(case, bad)] for case in ("2", "4", "5", "7", "9", "10", "11", "qlw", "qdup", "qpo")
+             for bad in (True, False)]
+    monkeypatch.setenv(plans.SLOTS_ENV, "off")
+    built_for_each = check_histories(order, spark=spark, names=names)
+    monkeypatch.delenv(plans.SLOTS_ENV)
+    for p in order:
+        assert check_histories([p], spark=spark, names=names)[p] == built_for_each[p], p
