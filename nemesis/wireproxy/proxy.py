@@ -29,7 +29,7 @@ from typing import Any
 
 from history import EventWriter
 from nemesis.wireproxy.conn import CLOSED, CLOSING, DIRS, NEW, Item, WireConn, set_rst
-from nemesis.wireproxy.rules import Decision, Rule, RuleSet
+from nemesis.wireproxy.rules import Decision, Dialect, Rule, RuleSet
 
 HELD_ON_CLOSE = ("deliver", "discard")
 BeforeWrite = Callable[[], None]  # runs just before the frame is written to its destination
@@ -78,6 +78,7 @@ class WireProxy:
     ``conn_fields``."""
 
     FRAME_EVENT = "frame"
+    DIALECT: Dialect  # the protocol's match keys and actions (the control API parses rules with it)
 
     def __init__(
         self,

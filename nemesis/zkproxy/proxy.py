@@ -25,7 +25,7 @@ from nemesis.wireproxy.conn import Item, WireConn
 from nemesis.wireproxy.proxy import HELD_ON_CLOSE, ListenerSpec, WireProxy
 from nemesis.zkproxy.conn import CLOSED, CLOSING, HANDSHAKE, RAW, Conn
 from nemesis.zkproxy.inspector import FrameInspector
-from nemesis.zkproxy.rules import FrameInfo, Rule
+from nemesis.zkproxy.rules import DIALECT, FrameInfo, Rule
 from zkwire.constants import PROXY_MAX_FRAME, is_four_letter_word
 from zkwire.framing import read_frame
 from zkwire.jute import ProtocolError
@@ -37,6 +37,7 @@ class ZkProxy(WireProxy):
     """The ZooKeeper proxy. Create, ``await start()``, then ``await stop()``; all methods run on its loop."""
 
     conns: dict[int, Conn]  # type: ignore[assignment]
+    DIALECT = DIALECT
 
     def __init__(
         self,
