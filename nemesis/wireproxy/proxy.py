@@ -4,7 +4,7 @@ Role in the data path: one listener per upstream server; per connection a reader
 task per direction. A protocol's proxy (``ZkProxy``, ``KafkaProxy``) subclasses ``WireProxy`` and
 supplies the readers (how its frames are split) and the inspection of each frame (what rules and
 events see); everything after that is here: ``deliver`` asks the rules (``nemesis.wireproxy.rules``),
-logs one ``frame`` event (the subclass's ``FRAME_EVENT``), and queues the original bytes with
+logs one frame event (the subclass's ``emit_frame``), and queues the original bytes with
 ``release_at = max(now + delay, previous release_at)``; the writer drains the queue in order, so a
 delayed frame holds back everything behind it and nothing overtakes. A *held* frame (``hold``)
 leaves the queue: later frames overtake it, and it is queued again when released (the control
@@ -74,10 +74,9 @@ class Held:
 
 class WireProxy:
     """The protocol-neutral proxy. Create, ``await start()``, then ``await stop()``; all methods run on
-    its loop. Subclasses set ``FRAME_EVENT`` and implement ``new_conn``, ``readers`` and
-    ``conn_fields``."""
+    its loop. Subclasses set ``DIALECT`` and implement ``emit_frame``, ``new_conn`` and ``readers``
+    (and may add ``conn_fields``, ``close_fields``, ``stop_fields``)."""
 
-    FRAME_EVENT = "frame"
     DIALECT: Dialect  # the protocol's match keys and actions (the control API parses rules with it)
 
     def __init__(
@@ -112,6 +111,10 @@ class WireProxy:
         self.loop: asyncio.AbstractEventLoop | None = None
 
     # --- protocol hooks -----------------------------------------------------------------------
+
+    def emit_frame(self, ev: dict[str, Any]) -> int:
+        """One frame's event (its kind is the protocol's: ``frame``, ``kafka_frame``); returns its seq."""
+        raise NotImplementedError
 
     def new_conn(self, ordinal: int, listener: int, upstream: str, client: str) -> WireConn:
         return WireConn(ordinal, listener, upstream, client, time.time())
@@ -360,7 +363,7 @@ class WireProxy:
 
         if c.blackhole[d]:
             ev.update(action="blackholed", rule_id=c.blackhole_rule[d])
-            seq = self.emit(self.FRAME_EVENT, **ev)
+            seq = self.emit_frame(ev)
             if after_emit:
                 after_emit(seq, False)
             return
@@ -383,7 +386,7 @@ class WireProxy:
                 ev["copies"] = act.copies
             if release > loop_now:  # its own delay, or queued behind a delayed frame (no overtaking)
                 ev["held_ms"] = round((release - loop_now) * 1000.0, 3)
-            seq = self.emit(self.FRAME_EVENT, **ev)
+            seq = self.emit_frame(ev)
             if after_emit:
                 after_emit(seq, True)
             q.put_nowait(Item(release, raw, seq=seq, delayed=release > loop_now, before_write=before_write))
@@ -395,7 +398,7 @@ class WireProxy:
             return
         if act.type == "hold":
             ev["hold_ms"] = act.hold_ms
-            seq = self.emit(self.FRAME_EVENT, **ev)
+            seq = self.emit_frame(ev)
             h = Held(c, d, raw, seq, rid, before_write)
             self.held.append(h)
             if act.hold_ms is not None:
@@ -403,7 +406,7 @@ class WireProxy:
             if after_emit:
                 after_emit(seq, True)
             return
-        seq = self.emit(self.FRAME_EVENT, **ev)
+        seq = self.emit_frame(ev)
         if act.type == "drop_then_blackhole":
             self._blackhole(c, ("c2s", "s2c") if act.mode == "both" else (act.mode,), rid, seq)
         elif act.type == "drop_then_close":

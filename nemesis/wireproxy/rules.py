@@ -170,6 +170,17 @@ def table(ctx: Ctx, key: str, v: Any, allowed: tuple[str, ...]) -> dict[str, Any
     return v
 
 
+def parse_upstream(ctx: Ctx, v: Any) -> frozenset[int | str]:
+    """``match.upstream`` (every dialect): listener indexes or ``host:port`` strings."""
+    ups: set[int | str] = set()
+    for x in as_list(v):
+        if isinstance(x, str) and ":" in x:
+            ups.add(x)
+        else:
+            ups.add(int_value(ctx, "match.upstream", x, minimum=0))
+    return frozenset(ups)
+
+
 @dataclass(frozen=True)
 class Dialect:
     """What one protocol adds to the engine: its match parser, its actions, and the actions that

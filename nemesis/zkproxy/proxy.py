@@ -57,6 +57,9 @@ class ZkProxy(WireProxy):
 
     # --- protocol hooks -----------------------------------------------------------------------
 
+    def emit_frame(self, ev: dict[str, Any]) -> int:
+        return self.emit("frame", **ev)
+
     def new_conn(self, ordinal: int, listener: int, upstream: str, client: str) -> Conn:
         return Conn(ordinal, listener, upstream, client, time.time())
 

@@ -46,6 +46,7 @@ from nemesis.wireproxy.rules import (
     bool_value,
     choice_set,
     int_value,
+    parse_upstream,
     table,
 )
 from zkwire import OP_NAMES, op_code
@@ -117,17 +118,6 @@ class Match:
         if self.connect_result is not None and f.connect_result not in self.connect_result:
             return False
         return self.conn is None or f.conn in self.conn
-
-
-def parse_upstream(ctx: Ctx, v: Any) -> frozenset[int | str]:
-    """``match.upstream``: listener indexes or ``host:port`` strings (shared with the Kafka proxy)."""
-    ups: set[int | str] = set()
-    for x in as_list(v):
-        if isinstance(x, str) and ":" in x:
-            ups.add(x)
-        else:
-            ups.add(int_value(ctx, "match.upstream", x, minimum=0))
-    return frozenset(ups)
 
 
 def _parse_match(ctx: Ctx, spec: Any) -> Match:
