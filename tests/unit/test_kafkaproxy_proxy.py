@@ -5,9 +5,13 @@ malformed-frame fuzz of both directions against an echo server that leaves the p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
+import socket
+import socketserver
 import struct
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +19,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from history import EventWriter
-from nemesis.kafkaproxy import KafkaProxy, KafkaProxyClient, ListenerSpec, parse_rules
+from nemesis.kafkaproxy import KafkaProxy, KafkaProxyClient, KafkaProxyProcess, ListenerSpec, parse_rules
 from nemesis.kafkaproxy.codec import decode_request
 from nemesis.wireproxy.control import ControlServer
 from tests import kafka_samples as ks
@@ -208,11 +212,9 @@ def test_drop_duplicate_and_delay(tmp_path: Path) -> None:
     assert frames(evs, kind="response", api="LeaderAndIsr")[0]["delay_ms"] == 150
 
 
-def test_malformed_frames_both_ways_leave_the_proxy_up(tmp_path: Path) -> None:
-    """>= 2,000 malformed frames each way (random bodies, real frames mutated or cut, unknown keys)
-    through an echo server: every frame comes back byte for byte, no connection dies of an internal
-    error, bad size prefixes cost only their own connection, and the loop logs no exception."""
-    rng = random.Random(42)
+def malformed_stream(seed: int, n: int = 2100) -> bytes:
+    """``n`` well-framed but malformed frames: random bodies, real frames with bytes flipped, cut short."""
+    rng = random.Random(seed)
     seeds = [ks.frame(e, 9)[4:] for e in (ks.leader_and_isr_v7(), ks.update_metadata_v8(), ks.stop_replica_v3(),
                                           ks.fetch_v12(), ks.api_versions_v3(), ks.leader_and_isr_v1())]
 
@@ -224,8 +226,14 @@ def test_malformed_frames_both_ways_leave_the_proxy_up(tmp_path: Path) -> None:
             b[rng.randrange(len(b))] = rng.randrange(256)
         return bytes(b[: rng.randint(0, len(b))]) if i % 3 == 1 else bytes(b)
 
-    bodies = [body(i) for i in range(2100)]
-    wire = b"".join(struct.pack(">i", len(b)) + b for b in bodies)
+    return b"".join(struct.pack(">i", len(b)) + b for b in (body(i) for i in range(n)))
+
+
+def test_malformed_frames_both_ways_leave_the_proxy_up(tmp_path: Path) -> None:
+    """>= 2,000 malformed frames each way (random bodies, real frames mutated or cut, unknown keys)
+    through an echo server: every frame comes back byte for byte, no connection dies of an internal
+    error, bad size prefixes cost only their own connection, and the loop logs no exception."""
+    wire = malformed_stream(42)
     evpath = tmp_path / "fuzz.jsonl"
     loop_errors: list[dict] = []
 
@@ -297,3 +305,43 @@ def test_control_api_refuses_an_unknown_api_name(tmp_path: Path) -> None:
             ctl.stop()
 
     run(tmp_path, sc)
+
+
+def test_the_proxy_process_survives_the_fuzz_with_no_traceback(tmp_path: Path) -> None:
+    """The same fuzz, and a raw garbage stream, through ``python -m nemesis.kafkaproxy``: it stays up,
+    answers its control API, and its log has no traceback."""
+    wire = malformed_stream(7)
+
+    class Echo(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            with contextlib.suppress(OSError):
+                while data := self.request.recv(65536):
+                    self.request.sendall(data)
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Echo) as echo:
+        echo.daemon_threads = True
+        threading.Thread(target=echo.serve_forever, daemon=True).start()
+        up = f"127.0.0.1:{echo.server_address[1]}"
+        with KafkaProxyProcess([up], tmp_path / "ev.jsonl", tmp_path / "proxy") as pp:
+            with socket.create_connection(("127.0.0.1", pp.ports[0]), 10) as s:
+                s.sendall(wire)
+                got = b""
+                while len(got) < len(wire):
+                    chunk = s.recv(1 << 16)
+                    assert chunk, "the proxy closed a connection of well-framed frames"
+                    got += chunk
+                assert got == wire
+            rng = random.Random(3)
+            for _ in range(20):  # raw garbage: most of it has a size prefix no broker takes
+                with socket.create_connection(("127.0.0.1", pp.ports[0]), 10) as s:
+                    s.sendall(rng.randbytes(rng.randint(1, 4096)))
+                    s.shutdown(socket.SHUT_WR)
+                    s.settimeout(10)
+                    while s.recv(65536):
+                        pass
+            assert pp.client.health()["ok"] and pp.process.poll() is None
+        echo.shutdown()
+    log = (tmp_path / "proxy" / "kafkaproxy.log").read_text()
+    assert "Traceback" not in log and "internal error" not in (tmp_path / "ev.jsonl").read_text()
+    evs = events(tmp_path / "ev.jsonl")
+    assert len(frames(evs, dir="c2s")) >= 2000 and len(frames(evs, dir="s2c")) >= 2000
