@@ -1,5 +1,5 @@
-"""The Kafka wire proxy on two real Kafka 3.9.1 brokers (ZooKeeper mode) whose inter-broker
-listeners are advertised at it: it sees and decodes the controller's LeaderAndIsr/UpdateMetadata
+"""The Kafka wire proxy on two real Kafka brokers (ZooKeeper mode) whose inter-broker listeners
+are advertised at it, on 3.9.1 and on 2.2.0 (the first release with broker epochs, KIP-380): it sees and decodes the controller's LeaderAndIsr/UpdateMetadata
 and the replicas' fetches (with their epochs), a produce/consume client gets the same results
 through it as around it, and a held LeaderAndIsr keeps a broker from hosting its partition until
 the control API releases it, with the proxy up throughout."""
@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
+from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsRequestV0
 
 from base.components.kafka import KafkaBroker, KafkaSettings, fetch_kafka
 from base.ports import free_port
@@ -31,7 +32,7 @@ from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(300)]
 
-VERSION = "3.9.1"
+VERSIONS = ("3.9.1", "2.2.0")
 HOST = "127.0.0.1"
 IDS = (1, 2)
 
@@ -50,9 +51,18 @@ def frames(evpath: Path, **kw: Any) -> list[dict[str, Any]]:
 
 
 class Cluster:
-    def __init__(self, proxy: KafkaProxyProcess, brokers: dict[int, KafkaBroker], client: dict[int, int],
-                 evpath: Path) -> None:
-        self.proxy, self.brokers, self.client_ports, self.evpath = proxy, brokers, client, evpath
+    def __init__(self, version: str, proxy: KafkaProxyProcess, brokers: dict[int, KafkaBroker],
+                 client: dict[int, int], evpath: Path) -> None:
+        self.version, self.proxy, self.brokers, self.client_ports, self.evpath = version, proxy, brokers, client, evpath
+        self._speaks: dict[int, tuple[int, int]] = {}
+
+    def speaks(self) -> dict[int, tuple[int, int]]:
+        """{api key: (min, max version)} from broker 1's own ApiVersions (v0: every release answers it)."""
+        if not self._speaks:
+            d = decode_response(call(self.brokers[1].port, ApiVersionsRequestV0()), 18, 0)
+            assert d.decoded, d.parse_error
+            self._speaks = {a.api_key: (a.min_version, a.max_version) for a in d.body.api_keys}
+        return self._speaks
 
     @property
     def direct(self) -> str:
@@ -66,10 +76,19 @@ class Cluster:
         return self.proxy.connect_string
 
 
-@pytest.fixture(scope="module")
-def cluster(zk_server, tmp_path_factory) -> Iterator[Cluster]:
-    libs = fetch_kafka(VERSION)  # real Maven; a no-op once cached
-    tmp = tmp_path_factory.mktemp("kproxy")
+def call(port: int, request: object) -> bytes:
+    """One request straight to a broker's PLAINTEXT port; its response's body."""
+    with socket.create_connection((HOST, port), 10) as s:
+        s.sendall(ks.frame(request, 99, "zkfence-test"))
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        return s.recv(size, socket.MSG_WAITALL)
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def cluster(request, zk_server, tmp_path_factory) -> Iterator[Cluster]:
+    version = request.param
+    libs = fetch_kafka(version)  # real Maven; a no-op once cached
+    tmp = tmp_path_factory.mktemp(f"kproxy-{version}")
     chroot = f"/kproxy-{uuid.uuid4().hex[:8]}"
     plain = {i: free_port(HOST) for i in IDS}
     client = {i: free_port(HOST) for i in IDS}
@@ -81,7 +100,7 @@ def cluster(zk_server, tmp_path_factory) -> Iterator[Cluster]:
     try:
         proxy.start()
         for i in IDS:
-            settings = KafkaSettings(VERSION, f"{zk_server.connect_string}{chroot}", session_timeout_ms=6000,
+            settings = KafkaSettings(version, f"{zk_server.connect_string}{chroot}", session_timeout_ms=6000,
                                      client_listener=(client[i], f"{HOST}:{client[i]}"),
                                      advertised_plaintext={b: f"{HOST}:{listen[b]}" for b in IDS},
                                      extra={"offsets.topic.replication.factor": "2", "min.insync.replicas": "1"})
@@ -91,7 +110,7 @@ def cluster(zk_server, tmp_path_factory) -> Iterator[Cluster]:
             b.start()
         for b in brokers.values():
             b.wait_started(120)
-        yield Cluster(proxy, brokers, client, evpath)
+        yield Cluster(version, proxy, brokers, client, evpath)
     finally:
         for b in brokers.values():
             b.stop(grace=20)
@@ -148,34 +167,34 @@ def test_the_proxy_sees_the_controllers_requests_and_the_replicas_fetches(cluste
     f = lai[0]
     controller = f["controller_id"]
     assert {x["dst_broker"] for x in lai} == set(IDS)  # the controller told both replicas, itself included
-    assert f["api_version"] == 7 and f["decoded"] and f["src_broker"] == controller and controller in IDS
+    speaks = cluster.speaks()
+    assert f["api_version"] == speaks[4][1] and f["decoded"] and f["src_broker"] == controller and controller in IDS
     assert f["controller_epoch"] >= 1 and f["broker_epoch"] > 0 and f["dst_broker"] in IDS
     p = next(p for p in f["partitions"] if p["topic"] == "seen")
     assert p["leader"] in IDS and p["leader_epoch"] >= 0 and sorted(p["isr"]) == [1, 2]
     resp = wait_for(lambda: frames(ev, kind="response", req_seq=f["seq"]), 30, "its response")[0]
     assert resp["api"] == "LeaderAndIsr" and resp["controller_epoch"] == f["controller_epoch"] and "error" not in resp
     um = wait_for(lambda: frames(ev, api="UpdateMetadata", kind="request"), 30, "an UpdateMetadata")[0]
-    assert um["api_version"] == 8 and um["broker_epoch"] > 0 and um["src_broker"] == controller
+    assert um["api_version"] == speaks[6][1] and um["broker_epoch"] > 0 and um["src_broker"] == controller
     fetch = wait_for(lambda: [x for x in frames(ev, api="Fetch", kind="request") if x.get("replica_id", -1) in IDS],
                      30, "a replica's fetch")[0]
     assert fetch["src_broker"] == fetch["replica_id"] != fetch["dst_broker"]
     assert fetch["client_id"].startswith(f"broker-{fetch['replica_id']}-fetcher")
-    # every frame of real 3.9.1 traffic decodes (the codec has every version these brokers speak)
+    assert fetch["api_version"] == speaks[1][1]
+    # every frame of the brokers' real traffic decodes (the codec has every version they speak)
     undecoded = [(x["api"], x.get("api_version"), x.get("parse_error")) for x in frames(ev) if not x["decoded"]]
     assert undecoded == []
 
 
 def test_a_brokers_own_api_versions_are_all_in_the_codec(cluster: Cluster) -> None:
-    port = cluster.brokers[1].port
-    with socket.create_connection((HOST, port), 10) as s:
-        s.sendall(ks.frame(ks.api_versions_v3(), 99, "zkfence-test"))
-        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-        body = s.recv(size, socket.MSG_WAITALL)
-    d = decode_response(body, 18, 3)
-    assert d.decoded, d.parse_error
-    speaks = {a.api_key: (a.min_version, a.max_version) for a in d.body.api_keys}
-    for key, top in KAFKA_39_MAX_VERSIONS.items():
-        assert speaks[key][1] == top and set(range(speaks[key][0], top + 1)) <= set(versions(key))
+    speaks = cluster.speaks()
+    lacking = {k: v for k, v in speaks.items() if not set(range(v[0], v[1] + 1)) <= set(versions(k))}
+    assert lacking == {}
+    if cluster.version == "3.9.1":
+        assert {k: speaks[k][1] for k in KAFKA_39_MAX_VERSIONS} == KAFKA_39_MAX_VERSIONS
+        # the flexible ApiVersions (header v2 request, header v0 response) too
+        d = decode_response(call(cluster.brokers[1].port, ks.api_versions_v3()), 18, 3)
+        assert d.decoded and {a.api_key for a in d.body.api_keys} == set(speaks)
 
 
 def test_a_client_gets_the_same_results_through_the_proxy(cluster: Cluster) -> None:
