@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from nemesis.wireproxy.client import WireProxyClient, WireProxyError, WireProxyProcess
@@ -30,8 +31,11 @@ class KafkaProxyProcess(WireProxyProcess):
     client_class = KafkaProxyClient
 
     def __init__(self, upstreams: list[str], events: str | Path, workdir: str | Path, *,
-                 broker_ids: list[int] | None = None, **kw: object) -> None:
-        extra = list(kw.pop("extra_args", None) or [])  # type: ignore[call-overload]
+                 broker_ids: list[int] | None = None, rules: str | Path | None = None, seed: int = 0,
+                 listen_host: str = "127.0.0.1", run: str = "", max_frame: int | None = None,
+                 extra_args: list[str] | None = None, python: str = sys.executable) -> None:
+        extra = list(extra_args or [])
         if broker_ids:
             extra += ["--broker-ids", ",".join(str(b) for b in broker_ids)]
-        super().__init__(upstreams, events, workdir, extra_args=extra, **kw)  # type: ignore[arg-type]
+        super().__init__(upstreams, events, workdir, rules=rules, seed=seed, listen_host=listen_host, run=run,
+                         max_frame=max_frame, extra_args=extra, python=python)

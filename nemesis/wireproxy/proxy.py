@@ -59,7 +59,7 @@ class ListenerSpec:
             raise ValueError(f"--listen {s!r}: expected LISTEN_HOST:PORT=UPSTREAM_HOST:PORT") from None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # identity: the proxy's list removes this very hold
 class Held:
     """A frame a ``hold`` rule keeps: where it goes when released, and its event."""
 
