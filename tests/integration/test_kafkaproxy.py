@@ -232,3 +232,26 @@ def test_a_held_leader_and_isr_keeps_a_broker_from_its_partition_until_released(
     p.produce("held", b"after")
     assert p.flush(30) == 0
     assert api.health()["ok"] and cluster.proxy.process.poll() is None
+
+
+def test_a_controlled_shutdown_and_the_controllers_answer_pass_the_proxy(cluster: Cluster) -> None:
+    """Last in the module: it stops broker 2. Its ControlledShutdown (with its broker epoch, KIP-380)
+    goes to the controller through the proxy, and so do the controller's requests back to broker 2
+    (with that epoch) and the LeaderAndIsr that moves leadership off it."""
+    create_topic(cluster.direct, "moving", num_partitions=1, replica_assignment=[[2, 1]])  # led by 2
+    before = wait_for(lambda: [f for f in frames(cluster.evpath, api="LeaderAndIsr", kind="request")
+                               if any(p["topic"] == "moving" for p in f.get("partitions", []))], 30, "moving's leader")
+    epoch0 = next(p["leader_epoch"] for p in before[0]["partitions"] if p["topic"] == "moving")
+    since = max(f["seq"] for f in frames(cluster.evpath))
+    assert cluster.brokers[2].stop(grace=60)
+    new = [f for f in frames(cluster.evpath, kind="request") if f["seq"] > since]
+    cs = [f for f in new if f["api"] == "ControlledShutdown"]
+    assert cs and cs[0]["src_broker"] == 2 and cs[0]["broker_epoch"] > 0 and cs[0]["decoded"]
+    resp = [f for f in frames(cluster.evpath, kind="response", api="ControlledShutdown") if f["req_seq"] == cs[0]["seq"]]
+    assert resp and "error" not in resp[0]
+    # the controller's requests to broker 2 meanwhile carry the broker epoch broker 2 announced (what
+    # a broker checks them against: STALE_BROKER_EPOCH otherwise)
+    control = [f for f in new if f["api"] in ("LeaderAndIsr", "UpdateMetadata", "StopReplica") and f["dst_broker"] == 2]
+    assert control and {f["broker_epoch"] for f in control} == {cs[0]["broker_epoch"]}
+    moved = [p for f in new if f["api"] == "LeaderAndIsr" for p in f.get("partitions", []) if p["topic"] == "moving"]
+    assert moved and moved[0]["leader"] == 1 and moved[0]["leader_epoch"] > epoch0
