@@ -32,7 +32,8 @@ OP_TYPES = ("invoke", "ok", "fail", "info", "event")
 # Sources (the ``src`` of an event): ``agent:<broker id>``, ``client`` (workload clients; a client
 # built with its own writer uses that writer's src), and the four singletons.
 AGENT, CLIENT, OBSERVER, NEMESIS, HARNESS, ZKPROXY = "agent", "client", "observer", "nemesis", "harness", "zkproxy"
-SOURCES = (AGENT, CLIENT, OBSERVER, NEMESIS, HARNESS, ZKPROXY)
+KAFKAPROXY = "kafkaproxy"
+SOURCES = (AGENT, CLIENT, OBSERVER, NEMESIS, HARNESS, ZKPROXY, KAFKAPROXY)
 
 # The canonical type of every value field name. JSON integers are 64-bit: session ids, czxids and
 # zxids stay exact as ``int``.
@@ -86,6 +87,10 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "expected": "int", "got": "int", "word": "str", "name": "str", "armed": "bool", "was_armed": "bool",
     "rule": "json", "count": "int", "listeners": "json", "held_on_close": "json", "connections": "int",
     "sessions": "int",
+    # Kafka wire proxy
+    "api": "str", "api_key": "int", "api_version": "int", "correlation_id": "int", "client_id": "str",
+    "src_broker": "int", "dst_broker": "int", "replica_id": "int", "partition_count": "int", "errors": "strs",
+    "decoded": "bool", "copies": "int", "hold_ms": "float", "how": "str",
     # register workload (ZooKeeper znodes as registers)
     "key": "str", "version": "int", "server": "str",
 })
@@ -119,6 +124,11 @@ def _agent(name: str, fields: str, types: str = "event") -> Kind:
 
 def _zkproxy(name: str, fields: str) -> Kind:
     return _kind(name, ZKPROXY, "event", fields)
+
+
+def _wireproxy(name: str, fields: str) -> Kind:
+    """A kind both wire proxies write (``nemesis.wireproxy``: connections, rules, delivery)."""
+    return _kind(name, f"{ZKPROXY} {KAFKAPROXY}", "event", fields)
 
 
 OPS = "invoke ok fail info"
@@ -218,30 +228,36 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
                       "action rule_id delay_ms held_ms p_draw req_seq latency_ms multi_errs multi_failed "
                       "created_paths parse_error timeout_ms last_zxid_seen read_only protocol_version "
                       "expired connect_result client_closed ephemeral flags event_type event_name"),
-    _zkproxy("conn_open", "conn upstream listener client upstream_local error"),
-    _zkproxy("conn_close", "conn upstream closed_first reason state blackhole bytes:json frames pending "
+    _wireproxy("conn_open", "conn upstream listener client upstream_local error"),
+    _wireproxy("conn_close", "conn upstream closed_first reason state blackhole bytes:json frames pending "
                            "session_id"),
     _zkproxy("session_established", "conn upstream session_id requested_session_id new:bool "
                                     "negotiated_timeout_ms frame_seq forwarded_to_client connect_result"),
     _zkproxy("session_orphaned", "conn upstream session_id frame_seq reason"),
-    _zkproxy("client_close", "conn upstream reason state session_id held_ms held_on_close"),
+    _wireproxy("client_close", "conn upstream reason state session_id held_ms held_on_close"),
     _zkproxy("notification_unparsed", "conn upstream frame_seq bytes raw_hex parse_error"),
     _zkproxy("session_rejected", "conn upstream requested_session_id frame_seq forwarded_to_client"),
-    _zkproxy("blackhole", "conn upstream dirs rule_id session_id cause_seq"),
-    _zkproxy("close_scheduled", "conn upstream rule_id after_ms rst cause_seq"),
-    _zkproxy("proxy_close", "conn upstream rule_id rst session_id cause_seq"),
-    _zkproxy("frame_discarded", "conn upstream dir frame_seq reason"),
-    _zkproxy("frame_released", "conn upstream dir frame_seq"),
+    _wireproxy("blackhole", "conn upstream dirs rule_id session_id cause_seq"),
+    _wireproxy("close_scheduled", "conn upstream rule_id after_ms rst cause_seq"),
+    _wireproxy("proxy_close", "conn upstream rule_id rst session_id cause_seq"),
+    _wireproxy("frame_discarded", "conn upstream dir frame_seq reason"),
+    _wireproxy("frame_released", "conn upstream dir frame_seq"),
     _zkproxy("xid_mismatch", "conn upstream expected got req_seq"),
     _zkproxy("unmatched_reply", "conn upstream xid"),
-    _zkproxy("protocol_error", "conn upstream dir error"),
+    _wireproxy("protocol_error", "conn upstream dir error"),
     _zkproxy("four_letter", "conn upstream dir word"),
-    _zkproxy("rule_added", "rule_id rule"),
-    _zkproxy("rule_removed", "rule_id"),
-    _zkproxy("rules_cleared", "count"),
-    _zkproxy("rule_armed", "name armed rule_ids was_armed"),
-    _zkproxy("proxy_start", "listeners rules seed held_on_close max_frame"),
-    _zkproxy("proxy_stop", "connections sessions"),
+    _wireproxy("rule_added", "rule_id rule"),
+    _wireproxy("rule_removed", "rule_id"),
+    _wireproxy("rules_cleared", "count"),
+    _wireproxy("rule_armed", "name armed rule_ids was_armed"),
+    _wireproxy("proxy_start", "listeners rules seed held_on_close max_frame"),
+    _wireproxy("proxy_stop", "connections sessions"),
+    _wireproxy("hold_released", "conn upstream dir frame_seq rule_id how"),
+    # --- the Kafka wire proxy (src kafkaproxy) ------------------------------------------------------------
+    _kind("kafka_frame", KAFKAPROXY, "event",
+          "conn upstream dir kind bytes api api_key api_version correlation_id client_id decoded parse_error "
+          "src_broker dst_broker controller_id controller_epoch broker_epoch replica_id partitions "
+          "partition_count errors error action rule_id delay_ms held_ms hold_ms copies p_draw req_seq latency_ms"),
 )})
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import TypeVar
 
-from history.kinds import HARNESS, NEMESIS, OBSERVER, ZKPROXY
+from history.kinds import HARNESS, KAFKAPROXY, NEMESIS, OBSERVER, ZKPROXY
 
 COMPLETIONS = ("ok", "fail", "info")
 # Every source but these and the agents (``agent:<id>``) is a client: a client may write under its own name.
-NOT_CLIENTS = (NEMESIS, HARNESS, OBSERVER, ZKPROXY)
+NOT_CLIENTS = (NEMESIS, HARNESS, OBSERVER, ZKPROXY, KAFKAPROXY)
 
 E = TypeVar("E")
 

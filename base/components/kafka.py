@@ -223,10 +223,15 @@ class KafkaSettings:
     # from the advertised addresses and, since a broker answers Metadata with the addresses of the
     # listener the request came in on, every connection they make goes through their links.
     client_listener: tuple[int, str] | None = None
+    # broker id -> the host:port its PLAINTEXT (inter-broker) listener is advertised as: a Kafka wire
+    # proxy's listener (docs/kafkaproxy.md). The broker still listens on its own port; the controller
+    # and the other brokers' replica fetchers, which connect to advertised addresses, pass the proxy.
+    advertised_plaintext: dict[int, str] = field(default_factory=dict)
 
 
 def render_server_properties(broker_id: int, address: str, port: int, data_dir: str, s: KafkaSettings) -> str:
-    listeners, advertised = f"PLAINTEXT://{address}:{port}", f"PLAINTEXT://{address}:{port}"
+    listeners = f"PLAINTEXT://{address}:{port}"
+    advertised = f"PLAINTEXT://{s.advertised_plaintext.get(broker_id, f'{address}:{port}')}"
     names = {}
     if s.client_listener is not None:
         client_port, client_advertised = s.client_listener

@@ -5,7 +5,9 @@ at ZooKeeper frame granularity (drop a ConnectResponse, hold a registration mult
 ``frame`` event per frame into the history. ``ZkProxy`` (asyncio, in-process; ``proxy``), per-
 connection state (``conn``), what a frame's copy says (``inspector``), rules (``rules``), the HTTP
 control API (``control``), ``python -m nemesis.zkproxy`` (``__main__``) and the harness side
-``ZkProxyClient``/``ProxyProcess`` (``client``). It parses frames with ``zkwire``.
+``ZkProxyClient``/``ProxyProcess`` (``client``). It parses frames with ``zkwire``. The rule engine,
+the delivery machinery, the control API and the client are shared with the Kafka proxy
+(``nemesis.wireproxy``); the modules here add ZooKeeper's framing, inspection and match keys.
 """
 
 from nemesis.zkproxy.client import ProxyProcess, ZkProxyClient, ZkProxyError

@@ -1,20 +1,15 @@
-"""The asyncio ZooKeeper wire proxy: listeners, per-connection tasks, rule decisions and delivery.
+"""The asyncio ZooKeeper wire proxy: ZooKeeper's framing and inspection on the shared proxy.
 
-One listener per upstream server. Per connection: a reader and a writer task per direction. The
-reader splits frames (``zkwire.framing``), has ``FrameInspector`` parse a *copy* of each one, asks
-the rules (``nemesis.zkproxy.rules``), logs one event, and queues the original bytes with
-``release_at = max(now + delay, previous release_at)``; the writer drains the queue in order, so a
-delayed frame holds back everything behind it and nothing overtakes.
+Role in the data path: ``nemesis.wireproxy.proxy.WireProxy`` owns listeners, per-connection tasks,
+rule decisions, delivery, black holes, holds and closes (shared with the Kafka proxy). This module
+adds what is ZooKeeper's: the readers split frames (``zkwire.framing``) and tell four-letter-word
+connections (passed raw, unparsed and unfaulted) from sessions, ``FrameInspector`` parses a *copy*
+of each frame for the rules' ``FrameInfo`` and the ``frame`` event, and the sessions seen.
 
-Connection states are in ``nemesis.zkproxy.conn``. Black-hole overlays per direction: frames read
-after a ``drop_then_blackhole`` are discarded (and logged), and a close from the far side is not
-passed through a black-holed direction (a partition hides FINs too); the other side learns only by
-timing out.
-
-Total: whatever bytes arrive, a connection ends up forwarded frame by frame or closed on both sides
-with a ``protocol_error`` event (a bad length, a frame ZooKeeper itself refuses, or any exception
-while inspecting a frame: a codec bug must cost one connection, never wedge it), and a task of a
-connection that dies of anything closes that connection too. Other connections are untouched.
+Connection states are in ``nemesis.zkproxy.conn``. Total: whatever bytes arrive, a connection ends
+up forwarded frame by frame or closed on both sides with a ``protocol_error`` event (a bad length,
+a frame ZooKeeper itself refuses, or any exception while inspecting a frame: a codec bug must cost
+one connection, never wedge it). Other connections are untouched.
 """
 
 from __future__ import annotations
@@ -22,45 +17,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass
+from collections.abc import Coroutine
 from typing import Any
 
 from history import EventWriter
-from nemesis.zkproxy.conn import CLOSED, CLOSING, HANDSHAKE, NEW, RAW, Conn, Item, set_rst
+from nemesis.wireproxy.conn import Item, WireConn
+from nemesis.wireproxy.proxy import HELD_ON_CLOSE, ListenerSpec, WireProxy
+from nemesis.zkproxy.conn import CLOSED, CLOSING, HANDSHAKE, RAW, Conn
 from nemesis.zkproxy.inspector import FrameInspector
-from nemesis.zkproxy.rules import Decision, FrameInfo, Rule, RuleSet
+from nemesis.zkproxy.rules import DIALECT, FrameInfo, Rule
 from zkwire.constants import PROXY_MAX_FRAME, is_four_letter_word
 from zkwire.framing import read_frame
 from zkwire.jute import ProtocolError
 
-HELD_ON_CLOSE = ("deliver", "discard")
+__all__ = ["HELD_ON_CLOSE", "ListenerSpec", "ZkProxy"]
 
 
-@dataclass(slots=True)
-class ListenerSpec:
-    listen_host: str
-    listen_port: int
-    upstream_host: str
-    upstream_port: int
+class ZkProxy(WireProxy):
+    """The ZooKeeper proxy. Create, ``await start()``, then ``await stop()``; all methods run on its loop."""
 
-    @property
-    def upstream(self) -> str:
-        return f"{self.upstream_host}:{self.upstream_port}"
-
-    @classmethod
-    def parse(cls, s: str) -> ListenerSpec:
-        """``LISTEN_HOST:PORT=UPSTREAM_HOST:PORT`` (port 0 = pick one)."""
-        try:
-            left, right = s.split("=", 1)
-            lh, lp = left.rsplit(":", 1)
-            uh, up = right.rsplit(":", 1)
-            return cls(lh.strip("[]"), int(lp), uh.strip("[]"), int(up))
-        except ValueError:
-            raise ValueError(f"--listen {s!r}: expected LISTEN_HOST:PORT=UPSTREAM_HOST:PORT") from None
-
-
-class ZkProxy:
-    """The proxy. Create, ``await start()``, then ``await stop()``; all methods run on its loop."""
+    conns: dict[int, Conn]  # type: ignore[assignment]
+    DIALECT = DIALECT
 
     def __init__(
         self,
@@ -73,183 +50,41 @@ class ZkProxy:
         max_frame: int = PROXY_MAX_FRAME,
         connect_timeout_s: float = 5.0,
     ) -> None:
-        if held_on_close not in HELD_ON_CLOSE:
-            raise ValueError(f"held_on_close must be one of {HELD_ON_CLOSE}")
-        if isinstance(max_frame, bool) or not isinstance(max_frame, int) or not 0 < max_frame < 2**31:
-            raise ValueError(f"max_frame must be an integer in [1, 2^31), got {max_frame!r}")
-        self.specs = listeners
-        self.ev = events
-        self.seed = seed
-        self.held_on_close = held_on_close
-        self.max_frame = max_frame
-        self.connect_timeout_s = connect_timeout_s
-        self.ruleset = RuleSet(seed, time.monotonic())
-        self._initial_rules = rules or []
-        self.servers: list[asyncio.base_events.Server] = []
-        self.bound: list[tuple[str, int]] = []
-        self.conns: dict[int, Conn] = {}
+        super().__init__(listeners, events, rules=rules, seed=seed, held_on_close=held_on_close,
+                         max_frame=max_frame, connect_timeout_s=connect_timeout_s)
         self.sessions: dict[int, dict[str, Any]] = {}
-        self._next_conn = 0
-        self._handlers: set[asyncio.Task[Any]] = set()
-        self.loop: asyncio.AbstractEventLoop | None = None
         self.inspector = FrameInspector(self.emit, self.sessions)
 
-    # --- lifecycle ----------------------------------------------------------------------------
+    # --- protocol hooks -----------------------------------------------------------------------
 
-    async def start(self) -> list[tuple[str, int]]:
-        self.loop = asyncio.get_running_loop()
-        self.ruleset.start = time.monotonic()
-        self.ruleset.add(self._initial_rules)
-        for i, spec in enumerate(self.specs):
-            srv = await asyncio.start_server(
-                lambda r, w, i=i: self._spawn(i, r, w), spec.listen_host, spec.listen_port
-            )
-            self.servers.append(srv)
-            host, port = srv.sockets[0].getsockname()[:2]
-            self.bound.append((host, port))
-        self.emit(
-            "proxy_start", seed=self.seed, held_on_close=self.held_on_close, max_frame=self.max_frame,
-            listeners=self.listeners_info(), rules=[r.to_dict() for r in self.ruleset.rules],
-        )
-        return self.bound
+    def emit_frame(self, ev: dict[str, Any]) -> int:
+        return self.emit("frame", **ev)
 
-    def listeners_info(self) -> list[dict[str, Any]]:
-        return [
-            {"index": i, "listen": f"{h}:{p}", "host": h, "port": p, "upstream": self.specs[i].upstream}
-            for i, (h, p) in enumerate(self.bound)
-        ]
+    def new_conn(self, ordinal: int, listener: int, upstream: str, client: str) -> Conn:
+        return Conn(ordinal, listener, upstream, client, time.time())
 
-    async def stop(self) -> None:
-        for srv in self.servers:
-            srv.close()
-        for c in list(self.conns.values()):
-            self._abort(c, "proxy", "shutdown")
-        for t in list(self._handlers):
-            t.cancel()
-        if self._handlers:
-            await asyncio.wait(self._handlers, timeout=2.0)
-        for srv in self.servers:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(srv.wait_closed(), 1.0)
-        self.emit("proxy_stop", connections=self._next_conn, sessions=len(self.sessions))
+    def readers(self, c: WireConn) -> list[Coroutine[Any, Any, None]]:
+        assert isinstance(c, Conn)
+        return [self._c2s_reader(c), self._s2c_reader(c)]
 
-    def emit(self, f: str, **value: Any) -> int:
-        return self.ev.emit(f, **value).seq
+    def conn_fields(self, c: WireConn) -> dict[str, Any]:
+        return {"session_id": getattr(c, "session_id", None)}
 
-    # --- control (called on the loop) ---------------------------------------------------------
+    def close_fields(self, c: WireConn) -> dict[str, Any]:
+        return {"pending": len(c.pending) if isinstance(c, Conn) else 0}
 
-    def add_rules(self, rules: list[Rule]) -> list[str]:
-        ids = self.ruleset.add(rules)
-        for r in rules:
-            self.emit("rule_added", rule_id=r.id, rule=r.to_dict())
-        return ids
+    def stop_fields(self) -> dict[str, Any]:
+        return {"sessions": len(self.sessions)}
 
-    def remove_rule(self, rule_id: str) -> bool:
-        ok = self.ruleset.remove(rule_id)
-        if ok:
-            self.emit("rule_removed", rule_id=rule_id)
-        return ok
-
-    def clear_rules(self) -> int:
-        n = self.ruleset.clear()
-        self.emit("rules_cleared", count=n)
-        return n
-
-    def arm(self, name: str) -> None:
-        self.ruleset.arm(name, time.monotonic())
-        self.emit("rule_armed", name=name, armed=True,
-                  rule_ids=[r.id for r in self.ruleset.rules if r.budget.arm == name])
-
-    def disarm(self, name: str) -> bool:
-        was = self.ruleset.disarm(name)
-        self.emit("rule_armed", name=name, armed=False, was_armed=was)
-        return was
-
-    def close_conn(self, ordinal: int, rst: bool = False) -> bool:
-        c = self.conns.get(ordinal)
-        if c is None:
-            return False
-        self._abort(c, "proxy", "control", rst=rst)
-        return True
-
-    # --- per connection -----------------------------------------------------------------------
-
-    def _spawn(self, li: int, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        t = asyncio.get_running_loop().create_task(self._handle(li, r, w))
-        self._handlers.add(t)
-        t.add_done_callback(self._handlers.discard)
-
-    async def _handle(self, li: int, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        self._next_conn += 1
-        spec = self.specs[li]
-        peer = client_w.get_extra_info("peername") or ("?", 0)
-        c = Conn(self._next_conn, li, spec.upstream, f"{peer[0]}:{peer[1]}", time.time())
-        c.client_r, c.client_w = client_r, client_w
-        self.conns[c.ordinal] = c
-        try:
-            c.up_r, c.up_w = await asyncio.wait_for(
-                asyncio.open_connection(spec.upstream_host, spec.upstream_port), self.connect_timeout_s
-            )
-        except (TimeoutError, OSError) as e:
-            self.emit("conn_open", conn=c.ordinal, upstream=c.upstream, listener=li, client=c.client_addr,
-                      error=f"upstream connect failed: {e!r}")
-            client_w.close()
-            c.state, c.closed_first = CLOSED, "proxy"
-            self.emit("conn_close", conn=c.ordinal, upstream=c.upstream, closed_first="proxy",
-                      reason="upstream_unreachable", state=NEW)
-            self.conns.pop(c.ordinal, None)
-            return
-        local = c.up_w.get_extra_info("sockname") or ("?", 0)
-        self.emit("conn_open", conn=c.ordinal, upstream=c.upstream, listener=li, client=c.client_addr,
-                  upstream_local=f"{local[0]}:{local[1]}")
-        loop = asyncio.get_running_loop()
-        c.tasks = [
-            loop.create_task(self._c2s_reader(c)),
-            loop.create_task(self._s2c_reader(c)),
-            loop.create_task(self._writer(c, "c2s")),
-            loop.create_task(self._writer(c, "s2c")),
-        ]
-        for t in c.tasks:
-            t.add_done_callback(lambda t, c=c: self._task_done(c, t))
-        try:
-            await asyncio.gather(*c.tasks, return_exceptions=True)
-        except asyncio.CancelledError:
-            for t in c.tasks:
-                t.cancel()
-            self._abort(c, "proxy", "shutdown")
-            raise
-        finally:
-            if c.close_handle is not None:
-                c.close_handle.cancel()
-            for w in (c.client_w, c.up_w):
-                if w is not None:
-                    w.close()
-            c.state = CLOSED
-            self.emit("conn_close", conn=c.ordinal, upstream=c.upstream, closed_first=c.closed_first,
-                      reason=c.close_reason, session_id=c.session_id, frames=dict(c.frames),
-                      bytes=dict(c.nbytes), pending=len(c.pending),
-                      blackhole=[d for d in ("c2s", "s2c") if c.blackhole[d]])
-            self.conns.pop(c.ordinal, None)
-
-    def _note_closed(self, c: Conn, who: str, reason: str) -> None:
+    def _note_closed(self, c: WireConn, who: str, reason: str) -> None:
         if c.closed_first is None:
             c.closed_first, c.close_reason = who, reason
         if c.state not in (CLOSED, RAW):
             c.state = CLOSING
 
-    def _abort(self, c: Conn, who: str, reason: str, rst: bool = False) -> None:
-        self._note_closed(c, who, reason)
-        for w in (c.client_w, c.up_w):
-            if w is None:
-                continue
-            if rst:
-                set_rst(w)
-                w.transport.abort()
-            else:
-                w.close()
-        # wake the writers so they finish
-        for d in ("c2s", "s2c"):
-            c.queues[d].put_nowait(Item(0.0, kind="stop"))
+    def _on_dead_write(self, c: WireConn, d: str, item: Item) -> None:
+        if d == "s2c" and item.before_write is not None:
+            item.before_write()  # a held ConnectResponse: recorded as not delivered
 
     # --- readers ------------------------------------------------------------------------------
 
@@ -282,34 +117,9 @@ class ZkProxy:
         except ProtocolError as e:
             self._protocol_error(c, "c2s", str(e))
         except (asyncio.IncompleteReadError, ConnectionError, OSError) as e:
-            self._note_closed(c, "client", "eof")
-            self._client_closed(c, "reset" if isinstance(e, ConnectionResetError) else "eof")
-            if self.held_on_close == "discard":
-                c.discard_held["c2s"] = True
-            c.queues["c2s"].put_nowait(Item(0.0, kind="eof"))
+            self._reader_eof(c, "c2s", e)
         except Exception as e:  # noqa: BLE001 - a bug parsing one frame closes its connection, no more
             self._protocol_error(c, "c2s", f"internal error: {type(e).__name__}: {e}")
-
-    def _protocol_error(self, c: Conn, d: str, error: str) -> None:
-        """Bytes the proxy will not forward: log them, close both sides (the conn_close follows). An
-        ``error`` starting "internal error:" is a bug in the proxy or codec, not in the bytes."""
-        self.emit("protocol_error", conn=c.ordinal, upstream=c.upstream, dir=d, error=error[:500])
-        self._abort(c, "proxy", "protocol_error")
-
-    def _task_done(self, c: Conn, t: asyncio.Task[Any]) -> None:
-        """A reader or writer that died of an exception: close its connection rather than leave the
-        others waiting on it forever."""
-        if not t.cancelled() and t.exception() is not None and c.state != CLOSED:
-            e = t.exception()
-            self._abort(c, "proxy", f"internal_error: {type(e).__name__}: {e}"[:200])
-
-    def _client_closed(self, c: Conn, reason: str) -> None:
-        """The client closed its side: from now on nothing the server says reaches it."""
-        c.client_eof = True
-        held_s = c.last_release["c2s"] - asyncio.get_running_loop().time()  # frames still held c2s
-        self.emit("client_close", conn=c.ordinal, upstream=c.upstream, reason=reason, state=c.state,
-                  session_id=c.session_id, held_ms=round(max(held_s, 0.0) * 1000.0, 3),
-                  held_on_close=self.held_on_close)
 
     async def _s2c_reader(self, c: Conn) -> None:
         assert c.up_r is not None
@@ -327,9 +137,8 @@ class ZkProxy:
                 first = False
         except ProtocolError as e:
             self._protocol_error(c, "s2c", str(e))
-        except (asyncio.IncompleteReadError, ConnectionError, OSError):
-            self._note_closed(c, "server", "eof")
-            c.queues["s2c"].put_nowait(Item(0.0, kind="eof"))
+        except (asyncio.IncompleteReadError, ConnectionError, OSError) as e:
+            self._reader_eof(c, "s2c", e)
         except Exception as e:  # noqa: BLE001 - as in _c2s_reader
             self._protocol_error(c, "s2c", f"internal error: {type(e).__name__}: {e}")
 
@@ -367,123 +176,4 @@ class ZkProxy:
         before_write, after_emit = self.inspector.inspect(c, d, body, first, info, ev)
         ev["kind"] = info.kind
         ev.setdefault("session_id", info.session_id)
-        now = time.monotonic()
-        loop_now = asyncio.get_running_loop().time()
-
-        if c.blackhole[d]:
-            ev.update(action="blackholed", rule_id=c.blackhole_rule[d])
-            seq = self.emit("frame", **ev)
-            if after_emit:
-                after_emit(seq, False)
-            return
-        decision: Decision = self.ruleset.decide(info, now)
-        act = decision.action
-        ev["action"] = act.type
-        rid = decision.rule.id if decision.rule else None
-        if rid is not None:
-            ev["rule_id"] = rid
-        if decision.draw is not None:
-            ev["p_draw"] = round(decision.draw, 6)
-        q = c.queues[d]
-        if act.type in ("forward", "delay") or (act.type == "close" and act.when == "after"):
-            delay_s = act.delay_ms / 1000.0 if act.type == "delay" else 0.0
-            release = max(loop_now + delay_s, c.last_release[d])
-            c.last_release[d] = release
-            if act.type == "delay":
-                ev["delay_ms"] = act.delay_ms
-            if release > loop_now:  # its own delay, or queued behind a delayed frame (no overtaking)
-                ev["held_ms"] = round((release - loop_now) * 1000.0, 3)
-            seq = self.emit("frame", **ev)
-            if after_emit:
-                after_emit(seq, True)
-            q.put_nowait(Item(release, raw, seq=seq, delayed=release > loop_now, before_write=before_write))
-            if act.type == "close":
-                q.put_nowait(Item(release, kind="close", rst=act.rst, seq=seq))
-            return
-        seq = self.emit("frame", **ev)
-        if act.type == "drop_then_blackhole":
-            self._blackhole(c, ("c2s", "s2c") if act.mode == "both" else (act.mode,), rid, seq)
-        elif act.type == "drop_then_close":
-            self._blackhole(c, ("c2s", "s2c"), rid, seq)
-            self.emit("close_scheduled", conn=c.ordinal, upstream=c.upstream, rule_id=rid, after_ms=act.after_ms,
-                      rst=act.rst, cause_seq=seq)
-            c.close_handle = asyncio.get_running_loop().call_later(
-                act.after_ms / 1000.0, self._proxy_close, c, rid, act.rst, seq
-            )
-        elif act.type == "close":  # when=before: this frame is not forwarded
-            self._proxy_close(c, rid, act.rst, seq)
-        # "drop" (unsafe): nothing else happens
-        if after_emit:
-            after_emit(seq, False)
-
-    def _blackhole(self, c: Conn, dirs: tuple[str, ...], rule_id: str | None, cause_seq: int) -> None:
-        for d in dirs:
-            c.blackhole[d] = True
-            c.blackhole_rule[d] = rule_id
-        self.emit("blackhole", conn=c.ordinal, upstream=c.upstream, dirs=list(dirs), rule_id=rule_id,
-                  cause_seq=cause_seq, session_id=c.session_id)
-
-    def _proxy_close(self, c: Conn, rule_id: str | None, rst: bool, cause_seq: int | None) -> None:
-        if c.state == CLOSED:
-            return
-        self.emit("proxy_close", conn=c.ordinal, upstream=c.upstream, rule_id=rule_id, rst=rst,
-                  cause_seq=cause_seq, session_id=c.session_id)
-        self._abort(c, "proxy", f"rule:{rule_id}" if rule_id else "control", rst=rst)
-
-    @staticmethod
-    def _pass_fin(c: Conn, d: str) -> None:
-        """Client FIN -> half-close upstream (the server may still answer frames we just delivered,
-        e.g. a held ConnectRequest: it reads the EOF only after the session is set up); server FIN ->
-        close the client side."""
-        if d == "c2s" and c.up_w is not None:
-            try:
-                if c.up_w.can_write_eof():
-                    c.up_w.write_eof()
-                    return
-            except (OSError, RuntimeError):
-                pass
-            c.up_w.close()
-        elif d == "s2c" and c.client_w is not None:
-            c.client_w.close()
-
-    # --- writer -------------------------------------------------------------------------------
-
-    async def _writer(self, c: Conn, d: str) -> None:
-        q = c.queues[d]
-        loop = asyncio.get_running_loop()
-        while True:
-            item = await q.get()
-            if item.kind == "stop":
-                return
-            if item.kind == "eof":
-                if not c.blackhole[d]:  # a partition hides the FIN as well
-                    self._pass_fin(c, d)
-                return
-            wait = item.release_at - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            if item.kind == "close":
-                self._proxy_close(c, None, item.rst, item.seq)
-                return
-            if c.discard_held[d] and item.delayed:
-                self.emit("frame_discarded", conn=c.ordinal, upstream=c.upstream, dir=d, frame_seq=item.seq,
-                          reason="client_closed")
-                continue
-            if c.dead[d]:
-                if d == "s2c" and item.before_write is not None:
-                    item.before_write()  # a held ConnectResponse: recorded as not delivered
-                continue
-            dst = c.up_w if d == "c2s" else c.client_w
-            assert dst is not None
-            if item.before_write is not None:
-                item.before_write()
-            try:
-                dst.write(item.data)
-                await dst.drain()
-            except (ConnectionError, OSError, RuntimeError):
-                c.dead[d] = True
-                if d == "s2c":
-                    c.client_eof = True  # the client is gone
-                continue
-            if item.delayed:
-                self.emit("frame_released", conn=c.ordinal, upstream=c.upstream, dir=d, frame_seq=item.seq)
+        self.deliver(c, d, raw, info, ev, before_write, after_emit)

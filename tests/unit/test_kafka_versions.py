@@ -69,6 +69,20 @@ def test_a_client_listener_is_advertised_as_the_clients_link_and_brokers_replica
     assert props["inter.broker.listener.name"] == "PLAINTEXT"
 
 
+def test_the_inter_broker_listener_can_be_advertised_at_a_kafka_proxy() -> None:
+    """Each broker listens on its own port; the controller and the replica fetchers connect to the
+    advertised address, the Kafka wire proxy's listener for that broker (docs/kafkaproxy.md)."""
+    s = KafkaSettings("3.9.1", "h:1", client_listener=(9094, "127.0.0.1:40001"),
+                      advertised_plaintext={2: "127.0.0.1:45002"})
+    props = dict(line.split("=", 1) for line in render_server_properties(2, "127.0.0.22", 9093, "/w/data", s)
+                 .splitlines())
+    assert props["listeners"] == "PLAINTEXT://127.0.0.22:9093,CLIENT://127.0.0.22:9094"
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:45002,CLIENT://127.0.0.1:40001"
+    other = dict(line.split("=", 1) for line in render_server_properties(3, "127.0.0.23", 9095, "/w/data", s)
+                 .splitlines())
+    assert other["advertised.listeners"].startswith("PLAINTEXT://127.0.0.23:9095,")
+
+
 def test_what_a_run_leaves_in_a_broker_workdir_is_everything_but_its_jars_and_config() -> None:
     files = KafkaBroker.run_files("/w/b1/kafka")
     assert files == ["/w/b1/kafka/data", "/w/b1/kafka/kafka.log", "/w/b1/kafka/kafka-previous.log",
