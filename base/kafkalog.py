@@ -10,10 +10,15 @@ registration checkers and the timeline read a real broker's run like an agent's:
   ``Unable to reconnect ..., session 0x.. has expired`` → ``session expired``;
   ``Session: 0x.. closed`` → ``session closed``;
 - ``Registered broker N at path /brokers/ids/N ..., czxid (broker epoch): E`` → ``register ok``
-  (epoch = czxid = E, under the session last established: Kafka does not log it);
+  (epoch = czxid = E, under the session last established: Kafka does not log it); before 2.2 the
+  line has no epoch, and with the ZooKeeper wire proxy in the brokers' path the session and czxid
+  of the create it saw are filled in (``with_wire_registrations``, at merge time);
 - CheckedEphemeral's ``Error while creating ephemeral at /brokers/ids/N, node already exists and
   owner '0x..' does not match current session '0x..'`` → ``register fail`` (NODEEXISTS, permanent:
   Kafka's ZooKeeper mode never retries it);
+- 2.2's (KAFKA-7165) ``Was not possible to create the ephemeral at /brokers/ids/N, node already exists
+  and owner '..' does not match current session '..', trying to delete and re-create it`` →
+  ``register_delete`` (owner, current session; Kafka logs neither the recorded session nor the result);
 - ``[KafkaServer id=N] Fatal error during KafkaServer startup`` → ``startup_failed``;
 - ``[KafkaServer id=N] shut down completed`` → ``agent_stop``.
 
@@ -48,6 +53,12 @@ _REGISTERED = re.compile(r"Registered broker (\d+) at path (/brokers/ids/\d+) wi
 # Kafka 3.x writes the two session ids in hex, 2.x in decimal
 _FOREIGN_OWNER = re.compile(r"Error while creating ephemeral at (\S+), node already exists and owner "
                             r"'(0x[0-9a-fA-F]+|\d+)' does not match current session '(0x[0-9a-fA-F]+|\d+)'")
+
+
+# KAFKA-7165's fix (2.2 on): a foreign owner's ephemeral is deleted and created again
+_DELETE_AND_RETRY = re.compile(r"Was not possible to create the ephemeral at (\S+), node already exists and owner "
+                               r"'(0x[0-9a-fA-F]+|\d+)' does not match current session '(0x[0-9a-fA-F]+|\d+)', "
+                               r"trying to delete and re-create it")
 
 
 @dataclass
@@ -111,6 +122,8 @@ def parse_broker_log(lines: Iterable[str], broker_id: int, session_timeout_ms: i
         elif (s := _FOREIGN_OWNER.search(msg)) and s[1] == path:
             add("register", "fail", session_id=_session(s[3]), owner=_session(s[2]), error="NODEEXISTS",
                 permanent=True, retryable=False)
+        elif (s := _DELETE_AND_RETRY.search(msg)) and s[1] == path:
+            add("register_delete", owner=_session(s[2]), session_id=_session(s[3]))
         elif (s := _FATAL.search(msg)) and int(s[1]) == broker_id:
             add("startup_failed", reason="Fatal error during KafkaServer startup")
         elif (s := _SHUTDOWN.search(msg)) and int(s[1]) == broker_id:
@@ -134,6 +147,62 @@ def broker_events(log_files: Sequence[Path | None], broker_id: int, session_time
         return None
     lines = [line for p in present for line in p.read_text(errors="replace").splitlines()]
     return to_events(parse_broker_log(lines, broker_id, session_timeout_ms), broker_id, run)
+
+
+# a broker's log line follows the reply of its create by the time the client takes to hand it to
+# Kafka and log4j to write it; the proxy's clock is the control node's (docs/events.md)
+WIRE_SLACK_S = 1.0
+
+
+def wire_creations(events: Iterable[Event]) -> dict[str, list[tuple[float, int, int, str]]]:
+    """``{path: [(t_wall, session id, czxid, event id)]}``: every znode under /brokers/ids that the
+    ZooKeeper wire proxy saw created (a ``create`` or a ``multi`` reply without error, in time
+    order). A write's reply header carries its transaction's zxid (ZooKeeper's FinalRequestProcessor:
+    ``new ReplyHeader(cxid, rc.zxid, err)``), which is the created znode's czxid."""
+    out: dict[str, list[tuple[float, int, int, str]]] = {}
+    for e in events:
+        v = e.value
+        if e.src != "zkproxy" or e.f != "frame" or v.get("kind") != "reply" or v.get("err") != 0 \
+                or not isinstance(v.get("zxid"), int) or not isinstance(v.get("session_id"), int):
+            continue
+        if v.get("op_name") == "create" and isinstance(v.get("path"), str):
+            paths = [v["path"]]
+        elif v.get("op_name") == "multi" and not v.get("multi_failed"):
+            paths = [p for p in v.get("created_paths") or [] if isinstance(p, str)]
+        else:
+            continue
+        for path in paths:
+            if path.startswith("/brokers/ids/"):
+                out.setdefault(path, []).append((e.t_wall, v["session_id"], v["zxid"], e.id))
+    for created in out.values():
+        created.sort()
+    return out
+
+
+def with_wire_registrations(sources: list[Iterable[Event]], wire: Iterable[Event]) -> list[Iterable[Event]]:
+    """``sources`` (one stream of events per source, read lazily) with each real broker's
+    registration that names no epoch (Kafka before 2.2 logs none, and no session) completed from the
+    ZooKeeper wire proxy's events ``wire``: the session that created ``/brokers/ids/N`` and its
+    czxid, the last creation up to ``WIRE_SLACK_S`` after the log line, cited as ``wire_event``.
+    Without the proxy in the brokers' path (``--zkproxy``, or a repro on real brokers) nothing
+    changes, and the checkers that need the epoch say unknown."""
+    created = wire_creations(wire)
+    if not created:
+        return sources
+
+    def fill(e: Event) -> Event:
+        v = e.value
+        if e.f != "register" or e.type != "ok" or not e.src.startswith("agent:") or "epoch" in v \
+                or not isinstance(v.get("broker_id"), int):
+            return e
+        seen = [c for c in created.get(f"/brokers/ids/{v['broker_id']}", []) if c[0] <= e.t_wall + WIRE_SLACK_S]
+        if not seen:
+            return e
+        _, session, czxid, wire_id = seen[-1]
+        return Event(e.run, e.src, e.seq, e.t_wall, e.t_mono, e.type, e.f, e.process,
+                     {**v, "session_id": session, "epoch": czxid, "czxid": czxid, "wire_event": wire_id})
+
+    return [map(fill, events) for events in sources]
 
 
 def write_events(events: Iterable[Event], path: Path) -> Path:

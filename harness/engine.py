@@ -47,9 +47,9 @@ from harness.outputs import writable_dir
 from harness.phases import Lap, current_phase, play_covers_spark_start, sigterm_as_interrupt
 from harness.progress import LiveLine, OpsRate, progress_line
 from harness.spec import ANOMALY, TestSpec
-from harness.store import new_run_dir, write_json
+from harness.store import new_run_dir, sources_of, write_json
 from harness.zkversion import zk_version
-from history import EventWriter, merge, read_events, write_history
+from history import EventWriter, merge, write_history
 from nemesis.base import FaultOp, NemesisRunner
 from workloads.base import Op, OpRecorder, WorkloadRunner
 
@@ -281,8 +281,7 @@ class Engine:
                     self._drop_cluster_in_background()
         if interrupted:
             self.say(f"[bold yellow]{interrupted}[/]: healed and torn down; checking the partial history")
-        sources = [read_events(p) for p in sorted(events_dir.glob("*.jsonl"))]
-        n = write_history(merge(sources), run_dir / "history.jsonl")
+        n = write_history(merge(sources_of(events_dir)), run_dir / "history.jsonl")
         lap("collect")
         self.say(f"[bold]collect[/] {n} events → {run_dir / 'history.jsonl'}")
         if n:

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from history import EventWriter, has_torn_tail, merge, read_events, write_history
+from harness.store import sources_of
+from history import EventWriter, has_torn_tail, merge, write_history
 
 SALVAGED = "the control process died; events salvaged by harness teardown"
 
@@ -37,8 +38,7 @@ def salvage(state: dict[str, Any], fetch: Callable[[str, str, Path], bool]) -> i
         _drop_torn_tail(harness)  # the line the dying process was writing
     with EventWriter(harness, "harness", state.get("run_id", "")) as w:
         w.emit("run_interrupted", reason=SALVAGED)
-    sources = [read_events(p) for p in sorted(events.glob("*.jsonl"))]
-    return write_history(merge(sources), run_dir / "history.jsonl")
+    return write_history(merge(sources_of(events)), run_dir / "history.jsonl")
 
 
 def _salvage_kafka_log(node: str, broker_id: int, timeout_ms: int | None, log_paths: list[str],

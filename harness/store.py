@@ -27,3 +27,16 @@ def write_json(path: Path, data: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
     tmp.replace(path)
+
+
+def sources_of(events_dir: Path) -> list[Any]:
+    """A run's per-source event files (``events/*.jsonl``), each read lazily, for ``history.merge``;
+    a real broker's registrations that its log gives without an epoch are completed from the
+    ZooKeeper wire proxy's events, when the run has them (``base.kafkalog.with_wire_registrations``)."""
+    from base.kafkalog import with_wire_registrations
+    from history import read_events
+
+    files = sorted(events_dir.glob("*.jsonl"))
+    wire = events_dir / "zkproxy.jsonl"
+    sources = [read_events(p) for p in files]
+    return with_wire_registrations(sources, read_events(wire)) if wire in files else sources

@@ -42,6 +42,15 @@ class Scenario:
     # on a released broker, with why (printed with every real-broker run)
     kafka_as_reported: dict[str, Any] = field(default_factory=dict)
     kafka_clean_flag: tuple[str, str] | None = None
+    # the first Kafka release whose ZooKeeper mode carries the fix (scenarios.fixes): from it on a
+    # real-broker run expects the checkers valid, before it the anomaly; None: no release does
+    kafka_fixed_in: str | None = None
+
+    def fixed_on(self, version: str) -> bool:
+        """Kafka ``version`` carries this story's fix."""
+        from base.components.kafka import parse_version
+
+        return self.kafka_fixed_in is not None and parse_version(version) >= parse_version(self.kafka_fixed_in)
 
     def clients(self) -> dict[str, Client]:
         """The named clients the script invokes."""
@@ -66,18 +75,21 @@ class Scenario:
     def spec(self, fixed: bool, spark: bool = False, kafka: KafkaBrokers | None = None) -> TestSpec:
         """The test for one variant: the bug's toggles expecting the anomaly, or the fix's
         expecting a clean run from the same checkers; with ``kafka``, the same story and checkers
-        with real Kafka brokers (the bug as released: no release carries a fix)."""
+        with real Kafka brokers of that release: the anomaly expected before ``kafka_fixed_in``,
+        a clean run from it on."""
         common: dict[str, Any] = dict(
             brokers=list(self.brokers), zk_overrides=dict(self.zk_overrides), script=self.play,
             clients=self.clients(), recovery=False, agents_end="kill", checkers=tuple(self.checkers),
             local_check=not (self.needs_spark or spark), margin_ms=self.margin_ms)
         if kafka is not None:
             if fixed:
-                raise ValueError("no Kafka release carries this fix")
+                raise ValueError("--fixed picks the agents' fix; a release carries its own (--kafka VERSION)")
+            released_fix = self.fixed_on(kafka.version)
             return TestSpec(
                 name=f"repro-{self.id}-kafka-{kafka.version}", zkproxy="all", kafka=kafka,
-                expect=Expectation(ANOMALY, tuple(self.checkers)),
-                info={"scenario": self.id, "jira": self.jira, "fixed": False, "variant": f"kafka:{kafka.version}"},
+                expect=Expectation(VALID if released_fix else ANOMALY, tuple(self.checkers)),
+                info={"scenario": self.id, "jira": self.jira, "fixed": released_fix,
+                      "variant": f"kafka:{kafka.version}"},
                 **common)
         return TestSpec(
             name=f"repro-{self.id}{'-fixed' if fixed else ''}",

@@ -86,3 +86,32 @@ def test_real_kafka_broker_never_reregisters_after_the_lost_create_session_reply
     # (its own state files only: another worker's run may be recording one meanwhile)
     assert [p for p in STATE_DIR.glob("*.json") if json.loads(p.read_text()).get("scratch", "").startswith(run["scratch"])] == []
     assert not [c for c in _java_cmdlines() if run["scratch"] in c]
+
+
+@pytest.mark.parametrize("version", ["2.1.1", "2.2.0"])
+def test_kafka_6584_reproduces_on_the_last_release_without_kafka_7165_and_not_on_the_first_with_it(tmp_path, version):
+    """The revived session (a ZooKeeper leader failover re-tracks the expired session S1, whose
+    /brokers/ids/2 comes back): 2.1.1's CheckedEphemeral gives up on the foreign owner, and the broker
+    stays unregistered; 2.2.0 deletes and re-creates the node (KAFKA-7165). A 2.1.1 broker logs its
+    registrations without epoch or session: those come from the ZooKeeper wire proxy's creates."""
+    from harness.cli import main
+
+    fetch_kafka(version)
+    store = tmp_path / "store"
+    assert main(["repro", "KAFKA-6584", "--kafka", version, "--store", str(store), "--no-timeline"]) == 0
+    (run_dir,) = [d for d in store.glob(f"repro-KAFKA-6584-kafka-{version}/*") if d.is_dir() and not d.is_symlink()]
+    results = json.loads((run_dir / "results.json").read_text())
+    events = _events(run_dir / "history.jsonl")
+    b2 = [e for e in events if e["src"] == "agent:2"]
+    regs = [e["value"] for e in b2 if e["f"] == "register" and e["type"] == "ok"]
+    assert regs and all(isinstance(r["epoch"], int) and isinstance(r["session_id"], int) for r in regs), regs
+    if version == "2.1.1":
+        assert results["checkers"]["registration_liveness"]["valid"] is False
+        assert all(r["wire_event"].startswith("zkproxy/") for r in regs)
+        refused = [e["value"] for e in b2 if e["f"] == "register" and e["type"] == "fail"]
+        assert refused and refused[-1]["owner"] == regs[0]["session_id"]  # S1, revived
+    else:
+        assert results["checkers"]["registration_liveness"]["valid"] is True
+        deleted = [e["value"] for e in b2 if e["f"] == "register_delete"]
+        assert deleted and deleted[0]["owner"] == regs[0]["session_id"], (deleted, regs)  # the story happened
+        assert regs[-1]["session_id"] == deleted[0]["session_id"] != regs[0]["session_id"]

@@ -3,7 +3,8 @@ wrote in a ``harness repro KAFKA-14845 --kafka 3.9.1 --zk-socket netty`` run (br
 
 from __future__ import annotations
 
-from base.kafkalog import log_time, parse_broker_log, to_events
+from base.kafkalog import log_time, parse_broker_log, to_events, with_wire_registrations
+from history import Event
 
 # verbatim, in log order (the continuation line of a stack trace included)
 LOG = """\
@@ -137,3 +138,48 @@ def test_a_registration_before_kip_380_carries_no_epoch():
     (reg,) = [e for e in parse_broker_log([line], 1) if e.f == "register"]
     assert reg.type == "ok" and reg.value == {
         "broker_id": 1, "session_id": None, "addr": "ArrayBuffer(EndPoint(127.0.0.21,55973,ListenerName(PLAINTEXT),PLAINTEXT))"}
+
+
+def _wire(seq: int, t: float, **value) -> Event:  # noqa: ANN003
+    return Event("r", "zkproxy", seq, t, 0, "event", "frame", None,
+                 {"dir": "s2c", "kind": "reply", "err": 0, **value})
+
+
+def test_a_registration_without_an_epoch_gets_the_session_and_czxid_the_wire_proxy_saw_create_it():
+    """Before KIP-380 the log names neither: the ZooKeeper wire proxy saw the create (a plain create
+    in 2.0/2.1, a multi from 2.2) and its reply's zxid, which is the znode's czxid. Each registration
+    takes the last creation of its path up to the slack after its log line; a failed create, another
+    broker's path and a registration that already has its epoch are left alone."""
+    s1, s2 = 0x100, 0x200
+    wire = [
+        _wire(1, 10.0, op_name="create", path="/brokers/ids/1", session_id=s1, zxid=0x10),
+        _wire(2, 10.1, op_name="create", path="/brokers/ids/2", session_id=s2, zxid=0x11),
+        _wire(3, 20.0, op_name="create", path="/brokers/ids/1", session_id=s1, zxid=0x20, err=-110),  # NODEEXISTS
+        _wire(4, 30.0, op_name="multi", created_paths=["/brokers/ids/1"], session_id=s2, zxid=0x30),
+    ]
+    broker = [Event("r", "agent:1", n, t, 0, "ok", "register", 1, {"broker_id": 1, "session_id": None, **extra})
+              for n, t, extra in ((1, 10.4, {}), (2, 30.9, {}), (3, 31.0, {"epoch": 7, "czxid": 7}))]
+    early = Event("r", "agent:1", 4, 5.0, 0, "ok", "register", 1, {"broker_id": 1})  # before any creation seen
+    (got,) = with_wire_registrations([[*broker, early]], wire)
+    got = list(got)
+    assert [(e.value.get("session_id"), e.value.get("epoch"), e.value.get("wire_event")) for e in got] == [
+        (s1, 0x10, "zkproxy/1"), (s2, 0x30, "zkproxy/4"), (None, 7, None), (None, None, None)]
+    assert got[0].value["czxid"] == 0x10 and got[2] is broker[2] and got[3] is early
+    assert with_wire_registrations([broker], []) == [broker]  # no proxy in the path: unchanged
+
+
+def test_kafka_2_2_deletes_and_recreates_a_foreign_owners_ephemeral():
+    """KAFKA-7165's fix as a 2.2.0 broker logged it (verbatim, in a KAFKA-6584 repro): the step is a
+    ``register_delete`` naming the owner and the current session, then the registration with its epoch."""
+    lines = [
+        "[2026-11-28 07:00:09,355+0000] INFO Was not possible to create the ephemeral at /brokers/ids/2, node already "
+        "exists and owner '72060917718122497' does not match current session '144118512974036992', trying to delete "
+        "and re-create it with the newest Zookeeper session (kafka.zk.KafkaZkClient$CheckedEphemeral)\n",
+        "[2026-11-28 07:00:09,371+0000] INFO Registered broker 2 at path /brokers/ids/2 with addresses: "
+        "ArrayBuffer(EndPoint(127.0.0.22,58685,ListenerName(PLAINTEXT),PLAINTEXT)), czxid (broker epoch): 8589934596 "
+        "(kafka.zk.KafkaZkClient)\n"]
+    deleted, registered = parse_broker_log(lines, 2)
+    assert (deleted.f, deleted.value) == ("register_delete", {"broker_id": 2, "owner": 72060917718122497,
+                                                              "session_id": 144118512974036992})
+    assert (registered.f, registered.type, registered.value["epoch"]) == ("register", "ok", 8589934596)
+    assert parse_broker_log(lines[:1], 1) == []  # another broker's path
