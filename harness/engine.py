@@ -355,7 +355,9 @@ class Engine:
             observer.start()
             runner.setup()
             if spec.kafka is not None:  # real Kafka brokers: a JVM start takes longer than an agent's
-                cluster.start_kafka(spec.kafka, brokers=spec.brokers)
+                cluster.start_kafka(spec.kafka, brokers=spec.brokers,
+                                    kafkaproxy_events=events_dir / "kafkaproxy.jsonl" if spec.kafkaproxy else None,
+                                    kafkaproxy_seed=spec.seed or 0)
                 epochs = cluster.wait_registered(brokers, timeout=240)
             else:
                 overrides = {b: {"zk_pipeline_connect": proxy.connect_string}
@@ -416,6 +418,8 @@ class Engine:
         self._attempt("observer", observer.stop)
         if proxy is not None:
             self._attempt("wire proxy", proxy.stop)
+        if getattr(cluster, "kafkaproxy", None) is not None:  # a run's, started with its brokers
+            self._attempt("kafka proxy", cluster.stop_kafkaproxy)
         for w in writers.values():
             w.close()
         return list(collected.get("missing", []))
@@ -583,6 +587,7 @@ def _run_json(spec: TestSpec, run_id: str, inv: Inventory) -> dict[str, Any]:
     return {
         "run_id": run_id, "test": spec.name, "seed": spec.seed, "toggles": spec.toggles, "brokers": spec.brokers,
         "agent_extra": spec.agent_extra, "zk_overrides": spec.zk_overrides, "zkproxy": spec.zkproxy,
+        "kafkaproxy": spec.kafkaproxy,
         "pipeline_zkproxy": list(spec.pipeline_zkproxy), "workload": spec.workload.name,
         "kafka": asdict(spec.kafka) if spec.kafka is not None else None,
         "script": getattr(spec.script, "__qualname__", None), "time_limit": spec.time_limit,

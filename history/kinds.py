@@ -71,6 +71,7 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "toxics_removed": "json", "grudge_map": "json", "nodes": "json", "tables_removed": "json", "stream": "str", "grudge": "str", "direction": "str",
     "latency_ms": "float", "jitter_ms": "float", "rate_kb": "float", "timeout_ms": "int", "delay_ms": "float",
     "rules": "json", "rule_ids": "json", "rules_removed": "json", "zkproxy_rules_cleared": "json",
+    "kafkaproxy_rules_cleared": "json",
     "released": "json", "held_requests": "json", "delivered": "json", "hooks_released": "json",
     "held_requests_dropped": "json", "to": "json", "healed": "json", "refused": "json", "noop": "bool",
     "ended": "strs",
@@ -140,11 +141,12 @@ OPS = "invoke ok fail info"
 FAULTS = (
     "isolate", "cut", "partition", "net_partition", "latency", "bandwidth", "reset_peer", "slow_close", "kill", "pause", "shutdown",
     "bounce", "fast_bounce", "wipe", "zk_rules", "hold_controller", "hold_alter_partition", "delay_request",
+    "hold_control", "drop_control", "delay_alter_partition",
 )
 _FAULT_FIELDS = (
     "phase stage targets error reason instant seed result:json links toxics_removed grudge_map stream grudge direction "
     "latency_ms jitter_ms kind rate_kb timeout_ms delay_ms rules rule_ids rules_removed held:json released "
-    "held_requests delivered to topic partition nodes tables_removed"
+    "held_requests delivered to topic partition nodes tables_removed hold_ms"
 )
 
 KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
@@ -221,7 +223,8 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _kind("repro_step", HARNESS, "event", "what", open=True),
     # --- the nemesis: one kind per fault, and heal --------------------------------------------------------
     *(_kind(f, NEMESIS, "info", _FAULT_FIELDS, open=True) for f in FAULTS),
-    _kind("heal", NEMESIS, "info", "phase stage reason error toxics_removed zkproxy_rules_cleared hooks_released "
+    _kind("heal", NEMESIS, "info", "phase stage reason error toxics_removed zkproxy_rules_cleared "
+          "kafkaproxy_rules_cleared hooks_released "
           "held_requests_dropped tables_removed noop ended", open=True),
     # --- the ZooKeeper wire proxy (src zkproxy) -----------------------------------------------------------
     _zkproxy("frame", "conn upstream dir kind bytes session_id xid op:int op_name path:json sub_ops zxid err "

@@ -69,6 +69,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"mean seconds between a packaged fault's start and stop (default 5, at least {MIN_INTERVAL_S:g})")
     p.add_argument("--zkproxy", action="store_true",
                    help="route agent→ZooKeeper traffic through the ZooKeeper wire proxy (enables fault zk_rules)")
+    p.add_argument("--kafkaproxy", action="store_true",
+                   help="with --brokers kafka:VERSION: advertise each broker's inter-broker listener at the Kafka "
+                        "wire proxy (its frames in the history, feeding the control-plane checkers; enables faults "
+                        "hold_control, drop_control, delay_alter_partition, which turn it on themselves)")
     p.add_argument("--workload", default="none", metavar="NAME",
                    help=f"client workload ({', '.join(WORKLOADS)}; default none)")
     add_workload_args(p)
@@ -153,6 +157,7 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     if schedule is None:
         schedule, name = _schedule_from_args(args, inv, seed, name)
     workload = _workload_for(workload, kafka, args)
+    kafkaproxy = _kafkaproxy(args, kafka, schedule)
     from nemesis.episodes import needs
 
     # an episode that loses a pipelined re-registration's reply needs every broker's pipelining
@@ -165,14 +170,34 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
         fetch(kafka, "--brokers")  # last: every flag is judged before anything is downloaded
         return TestSpec(name=name if getattr(args, "test", None) else f"{name}-kafka-{kafka.version}",
                         zkproxy="all" if getattr(args, "zkproxy", False) or pipelined else "off", kafka=kafka,
-                        workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
-                        seed=seed,
+                        kafkaproxy=kafkaproxy, workload=workload, schedule=schedule, time_limit=args.time_limit,
+                        margin_ms=args.margin_ms, seed=seed,
                         checkers=KAFKA_CHECKERS + workload.checkers, local_check=not workload.checkers,
                         agents_end="kill", zk_overrides=zk)
     pipeline = tuple(b.broker_id for b in inv.brokers) if pipelined else ()
     return TestSpec(name=name, toggles=toggles, zkproxy="all" if getattr(args, "zkproxy", False) else "off",
                     workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
                     seed=seed, pipeline_zkproxy=pipeline, zk_overrides=zk)
+
+
+def _kafkaproxy(args: argparse.Namespace, kafka: KafkaBrokers | None, schedule: Schedule | None) -> bool:
+    """Whether the run puts the Kafka wire proxy in front of its brokers: asked (``--kafkaproxy``) or
+    needed by a fault of the schedule. Both are bad input on the agents, which do not speak Kafka's
+    protocol (their own hooks: delay_request, hold_alter_partition)."""
+    from nemesis.registry import kafka_only
+
+    steps = {step.op.f for step in schedule.steps} if schedule is not None else set()
+    used = sorted((steps | set(_fault_names(args))) & kafka_only())  # named: a package may draw it late
+    if kafka is None:
+        if used:
+            where = "--faults" if getattr(args, "faults", None) else f"--schedule {args.schedule}"
+            raise UsageError(f"{where}: {', '.join(used)} act on Kafka's wire protocol, through the Kafka proxy: "
+                             "only with --brokers kafka:VERSION (on the agents: delay_request, hold_alter_partition)")
+        if getattr(args, "kafkaproxy", False):
+            raise UsageError("--kafkaproxy: the Kafka proxy sits on real brokers' inter-broker listeners: only with "
+                             "--brokers kafka:VERSION")
+        return False
+    return bool(getattr(args, "kafkaproxy", False) or used)
 
 
 def _workload_for(workload: Workload, kafka: KafkaBrokers | None, args: argparse.Namespace) -> Workload:
