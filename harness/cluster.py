@@ -386,8 +386,7 @@ class Cluster:
         workload clients reach each broker through a link of their own (``client->b<N>``, its CLIENT
         listener advertised as that link), made here since its address goes into the broker's config.
 
-        With ``kafkaproxy_events`` the run's Kafka wire proxy (``cluster.kafkaproxy``) is started first
-        and each broker's PLAINTEXT listener advertised at it (docs/kafkaproxy.md)."""
+        With ``kafkaproxy_events``, PLAINTEXT is advertised at a Kafka wire proxy started first (docs/kafkaproxy.md)."""
         from base.components.kafka import KafkaBroker, KafkaSettings, fetch_kafka
         from harness.spec import ZK_SOCKETS
 
@@ -550,6 +549,7 @@ class Cluster:
         if kill:
             on_nodes(list(self.agents.values()), lambda a: a.kill())
         self.agents.clear()
+        self.stop_kafkaproxy()  # theirs: its events are flushed before the history is merged
 
     def kill_agents(self) -> None:
         """SIGKILL every agent at once (their events are flushed per line)."""

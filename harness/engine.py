@@ -39,6 +39,7 @@ from rich.console import Console
 from base.components import live
 from base.errors import EnvironmentFailed, RunInterrupted, exit_code_for
 from base.inventory import Inventory
+from base.kafkawire import map_run_frames
 from base.localstate import ENGINE_PREFIX, owner_prefix
 from base.remote import on_nodes
 from base.wait import wait_until
@@ -281,6 +282,7 @@ class Engine:
                     self._drop_cluster_in_background()
         if interrupted:
             self.say(f"[bold yellow]{interrupted}[/]: healed and torn down; checking the partial history")
+        map_run_frames(events_dir, run_id)  # a Kafka proxy's frames as the agents' kinds (kafkawire.jsonl)
         sources = [read_events(p) for p in sorted(events_dir.glob("*.jsonl"))]
         n = write_history(merge(sources), run_dir / "history.jsonl")
         lap("collect")
@@ -294,6 +296,7 @@ class Engine:
                            "check_error": str(e)}
         else:
             results = {"valid": "unknown", "checkers": {}, "anomalies": [], "stats": {"events": 0}}
+        results.update({"feeds": spec.feeds} if spec.feeds else {})  # real brokers: fed, or unknown and why
         if ops and spec.workload.client is not None:  # a run with a workload (none has no client)
             stats = results.setdefault("stats", {})
             stats["client_ops"] = ops
@@ -355,9 +358,8 @@ class Engine:
             observer.start()
             runner.setup()
             if spec.kafka is not None:  # real Kafka brokers: a JVM start takes longer than an agent's
-                cluster.start_kafka(spec.kafka, brokers=spec.brokers,
-                                    kafkaproxy_events=events_dir / "kafkaproxy.jsonl" if spec.kafkaproxy else None,
-                                    kafkaproxy_seed=spec.seed or 0)
+                cluster.start_kafka(spec.kafka, brokers=spec.brokers, kafkaproxy_seed=spec.seed or 0,
+                                    kafkaproxy_events=events_dir / "kafkaproxy.jsonl" if spec.kafkaproxy else None)
                 epochs = cluster.wait_registered(brokers, timeout=240)
             else:
                 overrides = {b: {"zk_pipeline_connect": proxy.connect_string}
@@ -418,8 +420,6 @@ class Engine:
         self._attempt("observer", observer.stop)
         if proxy is not None:
             self._attempt("wire proxy", proxy.stop)
-        if getattr(cluster, "kafkaproxy", None) is not None:  # a run's, started with its brokers
-            self._attempt("kafka proxy", cluster.stop_kafkaproxy)
         for w in writers.values():
             w.close()
         return list(collected.get("missing", []))
@@ -587,8 +587,7 @@ def _run_json(spec: TestSpec, run_id: str, inv: Inventory) -> dict[str, Any]:
     return {
         "run_id": run_id, "test": spec.name, "seed": spec.seed, "toggles": spec.toggles, "brokers": spec.brokers,
         "agent_extra": spec.agent_extra, "zk_overrides": spec.zk_overrides, "zkproxy": spec.zkproxy,
-        "kafkaproxy": spec.kafkaproxy,
-        "pipeline_zkproxy": list(spec.pipeline_zkproxy), "workload": spec.workload.name,
+        "kafkaproxy": spec.kafkaproxy, "pipeline_zkproxy": list(spec.pipeline_zkproxy), "workload": spec.workload.name,
         "kafka": asdict(spec.kafka) if spec.kafka is not None else None,
         "script": getattr(spec.script, "__qualname__", None), "time_limit": spec.time_limit,
         "recovery": spec.recovery, "checkers": list(spec.checkers) if spec.checkers else None,
@@ -597,3 +596,4 @@ def _run_json(spec: TestSpec, run_id: str, inv: Inventory) -> dict[str, Any]:
         "zk_version": zk_version(inv.zookeeper), **spec.info,
         "inventory": json.loads(json.dumps(inventory, default=str)),
     }
+

@@ -89,6 +89,9 @@ class TestSpec:
     # Real Kafka brokers only: their inter-broker (PLAINTEXT) listeners advertised at a Kafka wire
     # proxy started with them (its kafka_frame events in the history; faults hold_control...).
     kafkaproxy: bool = False
+    # Real Kafka brokers: every checker → {"fed_from": ...} or {"valid": "unknown", "reason": ...}
+    # (checkers.kafka_feeds), the run's results' ``feeds``; ``checkers`` are the fed ones.
+    feeds: dict[str, dict[str, str]] = field(default_factory=dict)
     workload: Workload = NONE
     schedule: Schedule | None = None  # timed nemesis steps
     # A scripted story (a JIRA's), called with the run's ``harness.engine.RunContext``: it acts only

@@ -33,7 +33,8 @@ OP_TYPES = ("invoke", "ok", "fail", "info", "event")
 # built with its own writer uses that writer's src), and the four singletons.
 AGENT, CLIENT, OBSERVER, NEMESIS, HARNESS, ZKPROXY = "agent", "client", "observer", "nemesis", "harness", "zkproxy"
 KAFKAPROXY = "kafkaproxy"
-SOURCES = (AGENT, CLIENT, OBSERVER, NEMESIS, HARNESS, ZKPROXY, KAFKAPROXY)
+KAFKAWIRE = "kafkawire"  # the Kafka proxy's frames mapped onto the agents' kinds (base.kafkawire)
+SOURCES = (AGENT, CLIENT, OBSERVER, NEMESIS, HARNESS, ZKPROXY, KAFKAPROXY, KAFKAWIRE)
 
 # The canonical type of every value field name. JSON integers are 64-bit: session ids, czxids and
 # zxids stay exact as ``int``.
@@ -176,17 +177,18 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _agent("broker_failure_handled", "controller_epoch brokers partitions"),
     _agent("broker_startup_handled", "controller_epoch brokers bounced:bool epochs partitions"),
     _agent("topics_created", "controller_epoch partitions"),
-    _agent("control_send", "request_id kind target controller_epoch broker_epoch max_broker_epoch epoch_map "
-                           "full partitions shared debug"),
+    _kind("control_send", f"{AGENT} {KAFKAWIRE}", "event", "broker_id request_id kind target controller_epoch "
+          "broker_epoch max_broker_epoch epoch_map full partitions shared debug"),
     _agent("control_response", "request_id kind target error_code partition_errors"),
-    _agent("control_recv", "request_id kind from controller_epoch broker_epoch max_broker_epoch own_epoch "
-                           "max_controller_epoch_seen outcome error_code full partitions partition_errors"),
+    _kind("control_recv", f"{AGENT} {KAFKAWIRE}", "event", "broker_id request_id kind from controller_epoch "
+          "broker_epoch max_broker_epoch own_epoch max_controller_epoch_seen outcome error_code full partitions "
+          "partition_errors"),
     _agent("replica_state", "topic partition role leader leader_epoch isr zk_version leo hw request_id "
                             "deleted"),
     _agent("truncate", "topic partition to_offset dropped reason"),
     _agent("log_open", "topic partition leo hw checkpointed"),
     _agent("hw_checkpoint", "partitions dropped dropped_hw"),
-    _kind("controlled_shutdown", f"{AGENT} {CLIENT}", OPS, "broker_id broker request_id broker_epoch error_code "
+    _kind("controlled_shutdown", f"{AGENT} {CLIENT} {KAFKAWIRE}", OPS, "broker_id broker request_id broker_epoch error_code "
           "remaining_partitions error"),
     _agent("controlled_shutdown_handled", "request_id broker_epoch cached_epoch outcome error_code "
                                           "leader_moves stop_replicas remaining_leaders"),

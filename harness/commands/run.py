@@ -49,9 +49,6 @@ from workloads import DEFINITIONS, WORKLOADS
 from workloads.base import Workload
 
 DEFAULT_TEST = "isolate-broker"
-# the checkers a real broker's run can feed: its log says registrations and sessions, not the
-# controller's or the replicas' inner events the other checkers read from the agents
-KAFKA_CHECKERS = ("registration_epochs", "registration_liveness")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -165,15 +162,21 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     # broker has one ZooKeeper client, so all its connections go through the wire proxy
     pipelined = "pipeline_zkproxy" in needs(_fault_names(args))
     if kafka is not None:
-        # what a real broker's log tells the checkers: its registrations (base.kafkalog); and what
-        # the workload's Kafka client recorded
+        # what a real broker's log tells the checkers (its registrations: base.kafkalog), what the Kafka
+        # proxy saw of the control plane (base.kafkawire), what the workload's Kafka client recorded;
+        # every other checker is unknown, with why (checkers.kafka_feeds)
+        from checkers.kafka_feeds import fed, kafka_feeds
+        from checkers.project import select
+
+        feeds = kafka_feeds(kafka.version, kafkaproxy=kafkaproxy, zkproxy=getattr(args, "zkproxy", False) or pipelined,
+                            queue="queue_lost_write" in workload.checkers)
         fetch(kafka, "--brokers")  # last: every flag is judged before anything is downloaded
         return TestSpec(name=name if getattr(args, "test", None) else f"{name}-kafka-{kafka.version}",
                         zkproxy="all" if getattr(args, "zkproxy", False) or pipelined else "off", kafka=kafka,
                         kafkaproxy=kafkaproxy, workload=workload, schedule=schedule, time_limit=args.time_limit,
                         margin_ms=args.margin_ms, seed=seed,
-                        checkers=KAFKA_CHECKERS + workload.checkers, local_check=not workload.checkers,
-                        agents_end="kill", zk_overrides=zk)
+                        checkers=fed(feeds), local_check=all(c.local for c in select(fed(feeds))),
+                        feeds={n: f.as_dict() for n, f in feeds.items()}, agents_end="kill", zk_overrides=zk)
     pipeline = tuple(b.broker_id for b in inv.brokers) if pipelined else ()
     return TestSpec(name=name, toggles=toggles, zkproxy="all" if getattr(args, "zkproxy", False) else "off",
                     workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
@@ -352,6 +355,9 @@ def print_verdict(console: Console, results: dict, run_dir: Path) -> None:
     word = {True: "valid", False: "invalid"}.get(valid, "unknown")
     for name, sub in results.get("checkers", {}).items():
         console.print(f"  {name}: {sub['valid']}  {sub.get('stats', {})}", highlight=False)
+    for name, feed in results.get("feeds", {}).items():
+        if "fed_from" not in feed:
+            console.print(f"  {name}: unknown (not run: {feed['reason']})", highlight=False)
     stats = results.get("stats", {})
     ops = stats.get("client_ops")
     if ops:
