@@ -94,8 +94,13 @@ def test_a_controlled_shutdown_is_an_op_of_the_broker_that_asked() -> None:
 
 
 def test_error_names_are_kafkas_codes() -> None:
+    from kio.schema.errors import ErrorCode
+
+    from nemesis.kafkaproxy.codec import error_name
+
     assert [error_code(n) for n in (None, "STALE_BROKER_EPOCH", "STALE_CONTROLLER_EPOCH", "UNKNOWN_ERROR_999")] == [
         0, 77, 11, 999]
+    assert all(error_code(error_name(c.value)) == c.value for c in ErrorCode)  # every name the proxy writes
 
 
 def test_every_checker_is_fed_or_unknown_with_a_reason() -> None:

@@ -109,6 +109,16 @@ def test_on_the_agents_they_are_refused_in_one_line(flags: dict[str, Any], messa
     assert "\n" not in str(e.value)
 
 
+def test_a_hunt_refuses_them_in_one_line(tmp_path: Any) -> None:
+    from harness.cli import build_parser
+    from harness.commands.hunt import judge
+
+    args = build_parser().parse_args(["hunt", "--faults", "isolate,drop_control", "--out", str(tmp_path / "m.toml")])
+    with pytest.raises(UsageError, match="--faults: drop_control act on real Kafka brokers") as e:
+        judge(args)
+    assert "\n" not in str(e.value)
+
+
 def test_a_kafka_run_turns_the_proxy_on_for_its_faults(monkeypatch: pytest.MonkeyPatch) -> None:
     from base.inventory import load_inventory
     from harness.commands import run
