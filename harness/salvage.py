@@ -37,6 +37,9 @@ def salvage(state: dict[str, Any], fetch: Callable[[str, str, Path], bool]) -> i
         _drop_torn_tail(harness)  # the line the dying process was writing
     with EventWriter(harness, "harness", state.get("run_id", "")) as w:
         w.emit("run_interrupted", reason=SALVAGED)
+    from base.kafkawire import map_run_frames
+
+    map_run_frames(events, state.get("run_id", ""))  # a Kafka proxy's frames, mapped as at a run's end
     sources = [read_events(p) for p in sorted(events.glob("*.jsonl"))]
     return write_history(merge(sources), run_dir / "history.jsonl")
 

@@ -139,3 +139,21 @@ def test_the_docs_table_says_what_the_code_selects(column: str, version: str) ->
              if table[n][column].startswith("fed") != (f.fed_from is not None)
              or not table[n][column].startswith(("fed", "unknown"))]
     assert not wrong, wrong
+
+
+def test_a_salvaged_run_maps_its_proxys_frames_as_a_finished_one_does(tmp_path: Path) -> None:
+    """``harness teardown`` after a SIGKILL of the control node: the frames the proxy wrote so far
+    are mapped like at a run's end (``map_run_frames``) before the history is merged."""
+    from base.kafkalog import write_events
+    from harness.salvage import salvage
+    from history import read_events
+
+    events = tmp_path / "run" / "events"
+    events.mkdir(parents=True)
+    write_events([frame(1, 1.0, dir="c2s", kind="request", conn=1, correlation_id=1, controller_epoch=2, **LAI),
+                  frame(2, 1.1, dir="s2c", kind="response", conn=1, correlation_id=1, req_seq=1, **LAI)],
+                 events / "kafkaproxy.jsonl")
+    assert salvage({"run_dir": str(tmp_path / "run"), "run_id": "r"}, lambda *a: False) == 5
+    merged = [(e.src, e.f) for e in read_events(tmp_path / "run" / "history.jsonl")]
+    assert merged[:4] == [("kafkaproxy", "kafka_frame"), ("kafkawire", "control_send"),
+                          ("kafkaproxy", "kafka_frame"), ("kafkawire", "control_recv")], merged
