@@ -382,7 +382,7 @@ class Cluster:
         shipped over SSH, ``zookeeper.connect`` through the broker's own Toxiproxy links (to the
         wire proxy when the run routes through it) to the first ``spec.zk_hosts`` servers, the
         session timeout from the inventory, the ZooKeeper client socket from ``spec.zk_socket``.
-        Broker-to-broker traffic is not proxied (the agents' ``b<N>->b<M>`` links are not made); the
+        Broker-to-broker traffic has no Toxiproxy link (the agents' ``b<N>->b<M>`` are not made); the
         workload clients reach each broker through a link of their own (``client->b<N>``, its CLIENT
         listener advertised as that link), made here since its address goes into the broker's config.
 
