@@ -37,6 +37,11 @@ class Scenario:
     not_on_kafka: str | None = "the story needs agent toggles no released broker has"
     # the ZooKeeper client socket the agents' toggles model: `--compare` runs real brokers with it
     agent_zk_socket: str = "nio"
+    # ``--kafka`` with neither --zk-socket nor --zk-hosts: the brokers' ZooKeeper client as the JIRA
+    # reported it ({"zk_socket": ..., "zk_hosts": ...}), and the flag under which the bug cannot show
+    # on a released broker, with why (printed with every real-broker run)
+    kafka_as_reported: dict[str, Any] = field(default_factory=dict)
+    kafka_clean_flag: tuple[str, str] | None = None
 
     def clients(self) -> dict[str, Client]:
         """The named clients the script invokes."""

@@ -102,4 +102,9 @@ SCENARIO = Kafka14845(
     pipeline_zkproxy=(TARGET,),
     not_on_kafka=None,  # a released broker's own ZooKeeper client, through the wire proxy
     agent_zk_socket="netty",  # pipeline_on_connect is the Netty client's behaviour
+    # the JIRA's setup: the Netty client (zookeeper.clientCnxnSocket=...ClientCnxnSocketNetty) given
+    # several servers, so that a reconnect after the lost reply goes to another one
+    kafka_as_reported={"zk_socket": "netty", "zk_hosts": 3},
+    kafka_clean_flag=("--zk-socket nio", "Kafka's default NIO client sends the registration only after the "
+                      "session's ConnectResponse, so a lost reply cannot leave a session that owns it"),
 )

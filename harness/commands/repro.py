@@ -4,7 +4,7 @@
     harness repro KAFKA-14845            # expect the anomaly (exit 0 when the checker fires)
     harness repro KAFKA-14845 --fixed    # expect a clean run (exit 0 when the checker passes)
     harness repro KAFKA-14845 --runs 5   # reproduction rate and time per run (cluster kept up)
-    harness repro KAFKA-14845 --kafka 3.9.1 --zk-socket netty   # real Kafka brokers, same story
+    harness repro KAFKA-14845 --kafka 3.9.1   # real Kafka brokers, same story (the client as reported)
 
 Exit: 0 every run matched the expectation, 1 some run did not, 254 bad input (unknown or
 unavailable scenario, bad flags). The verdict is always the checkers' over the recorded history.
@@ -73,7 +73,18 @@ def compare_option(args: argparse.Namespace, sc: Any) -> bool:
     if args.runs != 1:
         raise UsageError(f"--runs: --compare runs one pair, got {args.runs}")
     args.kafka = version
+    as_reported(args, sc)
     args.zk_socket = args.zk_socket or sc.agent_zk_socket
+    return True
+
+
+def as_reported(args: argparse.Namespace, sc: Any) -> bool:
+    """With ``--kafka`` and neither ``--zk-socket`` nor ``--zk-hosts``: the brokers' ZooKeeper client
+    as the JIRA reported it (``Scenario.kafka_as_reported``), set on ``args``; True when it was."""
+    if args.kafka is None or args.zk_socket is not None or args.zk_hosts is not None or not sc.kafka_as_reported:
+        return False
+    args.zk_socket = sc.kafka_as_reported.get("zk_socket")
+    args.zk_hosts = sc.kafka_as_reported.get("zk_hosts")
     return True
 
 
@@ -81,6 +92,7 @@ def kafka_option(args: argparse.Namespace, sc: Any, ensemble: int | None = None)
     """The ``--kafka`` / ``--zk-socket`` / ``--zk-hosts`` flags as ``KafkaBrokers`` (None without
     ``--kafka``); bad input is a ``UsageError`` naming the flag. ``ensemble``: servers in the
     inventory, the most ``--zk-hosts`` can name."""
+    as_reported(args, sc)
     kafka = kafka_brokers(args.kafka, "--kafka", args, ensemble)
     if kafka is None:
         return None
@@ -141,6 +153,9 @@ def run(args: argparse.Namespace) -> int:
     spec = sc.spec(args.fixed, spark=args.spark, kafka=kafka)
     what = kafka.describe() if kafka is not None else f"toggles {spec.toggles}"
     console.print(f"[bold]{sc.id}[/]: {sc.title}\n  {what}; expecting {spec.expect.describe()}")
+    clean = _clean_flag(sc, kafka)
+    if clean:
+        console.print(clean)
     results = []
     with Engine(inv, args.store, console, args.spark_master, keep_warm=True) as engine:
         for i in range(args.runs):
@@ -154,7 +169,20 @@ def run(args: argparse.Namespace) -> int:
                     console.print(line)
             _print_result(console, res)
     _summary(console, sc.id, args.fixed, results, engine.cold_s)
+    if clean:
+        console.print(clean)
     return 0 if all(r.matched for r in results) else 1
+
+
+def _clean_flag(sc: Any, kafka: Any) -> str:
+    """What makes the bug disappear on a released broker (``Scenario.kafka_clean_flag``), said with a
+    real-broker run; empty otherwise."""
+    if kafka is None or sc.kafka_clean_flag is None:
+        return ""
+    flag, why = sc.kafka_clean_flag
+    reported = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in sc.kafka_as_reported.items())
+    return (f"  as the JIRA reported it: {reported or 'Kafka defaults'}; the bug cannot show with {flag}: {why} "
+            f"(harness repro {sc.id} --kafka {kafka.version} {flag})")
 
 
 def _compare(console: Console, args: argparse.Namespace, sc: Any, inv: Any, kafka: Any) -> int:

@@ -6,9 +6,7 @@ the events parsed from their logs."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,28 +33,29 @@ duration = 7.0
 """
 
 
-def harness_run(tmp_path: Path, test: str, *flags: str, exit_code: int = 0) -> Path:
-    """`harness run --brokers kafka:3.9.1 FLAGS` in a subprocess, stored under ``tmp_path``; asserts its
-    exit code and returns the run's directory (``store/<test>/<time>``)."""
+def harness_run(engine, tmp_path: Path, test: str, *flags: str, exit_code: int = 0) -> Path:  # noqa: ANN001
+    """`harness run --brokers kafka:3.9.1 FLAGS` on the session's warm engine (its Spark session kept;
+    a cluster of this shape kept between this module's runs), stored under ``tmp_path``; asserts its
+    exit code and returns the run's directory (``store/<test>/<time>``). The campaign test below
+    runs the CLI on an engine of its own, from a cold start."""
+    from tests.runs import run_test
+
     fetch_kafka("3.9.1")
-    store = tmp_path / "store"
-    p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--brokers", "kafka:3.9.1", *flags,
-                        "--store", str(store)],
-                       capture_output=True, text=True, timeout=840, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
-    assert p.returncode == exit_code, p.stdout[-3000:] + p.stderr[-3000:]
-    (run_dir,) = [d for d in store.glob(f"{test}/*") if d.is_dir() and not d.is_symlink()]
-    return run_dir
+    outcome = run_test(tmp_path / "store", "--brokers", "kafka:3.9.1", *flags, engine=engine)
+    assert outcome.exit_code == exit_code, outcome.results
+    assert outcome.run_dir.parent.name == test
+    return outcome.run_dir
 
 
 def history(run_dir: Path) -> list[dict]:
     return [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines() if x.strip()]
 
 
-def test_real_brokers_reregister_after_a_kill_and_an_expiry(tmp_path):
+def test_real_brokers_reregister_after_a_kill_and_an_expiry(warm_engine, tmp_path):  # noqa: ANN001
     schedule = tmp_path / "kafka-kill-isolate.toml"
     schedule.write_text(SCHEDULE)
-    run_dir = harness_run(tmp_path, "kafka-kill-isolate-kafka-3.9.1", "--zkproxy", "--schedule", str(schedule),
-                          "--time-limit", "10")
+    run_dir = harness_run(warm_engine, tmp_path, "kafka-kill-isolate-kafka-3.9.1", "--zkproxy", "--schedule",
+                          str(schedule), "--time-limit", "10")
     results = json.loads((run_dir / "results.json").read_text())
     # with the ZooKeeper proxy the brokers' sessions' reply zxids feed zxid_session too (checkers.kafka_feeds)
     assert set(results["checkers"]) == {"registration_epochs", "registration_liveness", "zxid_session"}
@@ -94,13 +93,14 @@ def test_real_brokers_reregister_after_a_kill_and_an_expiry(tmp_path):
     assert "[KafkaServer id=1] started" in (run_dir / "logs" / "b1-kafka-previous.log").read_text()
 
 
-def test_hold_control_partition_kill_on_real_brokers_is_valid_and_names_every_checker_fed_or_unknown(tmp_path):
+def test_hold_control_partition_kill_on_real_brokers_is_valid_and_names_every_checker_fed_or_unknown(warm_engine,  # noqa: ANN001
+                                                                                                    tmp_path):
     """Issue 42's second done-when: the Kafka proxy in the inter-broker path (turned on by hold_control),
     its frames mapped onto control_send/control_recv, the control-plane checkers judging real brokers,
     every other checker unknown with its reason, and nothing left running."""
     from checkers.project import CHECKER_NAMES
 
-    run_dir = harness_run(tmp_path, "hold-control", "--faults", "hold_control,partition,kill", "--workload", "queue",
+    run_dir = harness_run(warm_engine, tmp_path, "hold-control", "--faults", "hold_control,partition,kill", "--workload", "queue",
                           "--seed", "3", "--time-limit", "20", "--test", "hold-control")
     results = json.loads((run_dir / "results.json").read_text())
     assert results["valid"] is True, results
@@ -125,9 +125,10 @@ def test_hold_control_partition_kill_on_real_brokers_is_valid_and_names_every_ch
     assert {"Fetch", "LeaderAndIsr"} <= {v["api"] for v in frames} and "Produce" not in {v["api"] for v in frames}
 
 
-def test_the_queue_workload_through_a_kafka_client_on_real_brokers_under_partitions_and_kills(tmp_path):
+def test_the_queue_workload_through_a_kafka_client_on_real_brokers_under_partitions_and_kills(warm_engine,  # noqa: ANN001
+                                                                                            tmp_path):
     """Issue 43's first done-when: a valid run with at least 1,000 client operations checked."""
-    run_dir = harness_run(tmp_path, "kafka-queue", "--workload", "queue", "--acks", "all", "--faults", "partition,kill",
+    run_dir = harness_run(warm_engine, tmp_path, "kafka-queue", "--workload", "queue", "--acks", "all", "--faults", "partition,kill",
                           "--seed", "43", "--time-limit", "30", "--test", "kafka-queue")
     results = json.loads((run_dir / "results.json").read_text())
     assert results["valid"] is True, results
@@ -165,7 +166,8 @@ duration = 8.0
 """
 
 
-def test_acks_1_loses_acknowledged_writes_when_the_leader_dies_before_its_followers_fetch(tmp_path):
+def test_acks_1_loses_acknowledged_writes_when_the_leader_dies_before_its_followers_fetch(warm_engine,  # noqa: ANN001
+                                                                                         tmp_path):
     """Issue 43's expected loss: with acks=1 a leader acknowledges before any follower has the
     record. Its followers paused (still in the ISR: 2.5 s is far below replica.lag.time.max.ms), b1 —
     the leader of one of the three partitions — acknowledges sends, then is killed; a follower becomes
@@ -173,8 +175,8 @@ def test_acks_1_loses_acknowledged_writes_when_the_leader_dies_before_its_follow
     schedule = tmp_path / "acks1.toml"
     schedule.write_text(ACKS1_LEADER_LOSS)
     # exit 1, invalid: the run found what it lost
-    run_dir = harness_run(tmp_path, "acks1", "--workload", "queue", "--acks", "1", "--schedule", str(schedule),
-                          "--time-limit", "16", "--test", "acks1", exit_code=1)
+    run_dir = harness_run(warm_engine, tmp_path, "acks1", "--workload", "queue", "--acks", "1", "--schedule",
+                          str(schedule), "--time-limit", "16", "--test", "acks1", exit_code=1)
     results = json.loads((run_dir / "results.json").read_text())
     events = history(run_dir)
     finals = {e["value"]["partition"]: e["value"] for e in events if e["f"] == "final_read" and e["type"] == "ok"}

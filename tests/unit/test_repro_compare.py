@@ -3,6 +3,8 @@ events shaped like the two variants' histories of KAFKA-14845."""
 
 from __future__ import annotations
 
+import pytest
+
 from scenarios.compare import Side, compare_rows, same_verdict, story_facts
 
 ORPHAN, S1, S3 = 0x1000, 0x2000, 0x3000
@@ -69,3 +71,21 @@ def test_a_disagreement_shows_in_the_verdict_the_facts_and_the_error_row():
     assert rows["checker registration_liveness"] == ("INVALID", "unknown")
     assert rows["run error"] == ("-", "TimeoutError: brokers [2] not registered")
     assert rows["broker 2 registrations"][1] == "-" and rows["live brokers at the end"][1] == "-"
+
+
+@pytest.mark.parametrize(("given", "used"), [
+    ({}, ("netty", 3)),
+    ({"zk_socket": "nio"}, ("nio", None)),
+    ({"zk_hosts": 1}, (None, 1)),
+])
+def test_kafka_runs_the_client_the_jira_reported_unless_a_flag_says_otherwise(given, used) -> None:  # noqa: ANN001
+    import argparse
+
+    from harness.commands.repro import as_reported
+    from scenarios import scenarios
+
+    args = argparse.Namespace(kafka="3.9.1", zk_socket=None, zk_hosts=None)
+    for k, v in given.items():
+        setattr(args, k, v)
+    assert as_reported(args, scenarios()["KAFKA-14845"]) is (not given)
+    assert (args.zk_socket, args.zk_hosts) == used
