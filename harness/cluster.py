@@ -433,28 +433,28 @@ class Cluster:
 
     def _start_kafkaproxy(self, targets: list[NodeSpec], ports: dict[int, int], events: Path,
                           seed: int) -> dict[int, str]:
-        """The run's Kafka proxy in front of ``targets``' PLAINTEXT ``ports``; broker id → the proxy
-        listener it is to advertise."""
+        """The run's Kafka proxy in front of ``targets``' PLAINTEXT ``ports``; broker id → its listener."""
         from base.ports import free_port
         from nemesis.kafkaproxy import KafkaProxyProcess
 
         self.stop_kafkaproxy()  # a warm cluster's earlier run's
         host = self.inv.toxiproxy.host
-        ids = [n.broker_id for n in targets]
-        listen = {b: f"{host}:{free_port(host)}" for b in ids}
+        listen = {n.broker_id: f"{host}:{free_port(host)}" for n in targets}
         self.log("starting the Kafka wire proxy")
         self.kafkaproxy = KafkaProxyProcess([f"{listen[n.broker_id]}={n.address}:{ports[n.broker_id]}" for n in targets],
-                                            events, self.scratch / "kafkaproxy", broker_ids=ids,  # type: ignore[arg-type]
+                                            events, self.scratch / "kafkaproxy", broker_ids=list(listen),  # type: ignore[arg-type]
                                             seed=seed, listen_host=host, run=self.run_id)
         self.kafkaproxy.start()
         self._record_local(self.kafkaproxy.process)
         return listen  # type: ignore[return-value]
 
     def stop_kafkaproxy(self) -> None:
-        """Stop the run's Kafka proxy (its events flushed: ``proxy_stop``), if one runs."""
+        """Stop the run's Kafka proxy, if any, and forget its pid (a warm cluster starts one per run)."""
         proxy, self.kafkaproxy = self.kafkaproxy, None
         if proxy is not None:
             proxy.stop()
+            self.state.local_pids = [p for p in self.state.local_pids if p != getattr(proxy.process, "pid", None)]
+            self.state.save()
 
     def _record_agent(self, agent: AgentProcess) -> None:
         """Before the process exists: what `harness teardown` needs to stop it and salvage its events."""
