@@ -141,6 +141,7 @@ class Cluster:
         self.agent_ports: dict[int, int] = {}
         self._zk_clients: list[KazooClient] = []
         self.zkproxy: Any = None  # nemesis.zkproxy.ProxyProcess when the run routes through it
+        self.kafkaproxy: Any = None  # nemesis.kafkaproxy.KafkaProxyProcess in front of a run's real brokers
         self._bundle: Path | None = None
         self.control_token = ""
 
@@ -189,8 +190,7 @@ class Cluster:
                                     self.scratch / "zkproxy", seed=seed, listen_host=self.inv.toxiproxy.host,
                                     run=self.run_id, max_frame=max_frame)
         self.zkproxy.start()
-        self.state.local_pids.append(self.zkproxy.process.pid)
-        self.state.save()
+        self._record_local(self.zkproxy.process)
 
     def zk_upstream(self, member: ZkMember) -> str:
         """Where an agent's link to ``member`` leads: the wire proxy's listener, or the server."""
@@ -371,14 +371,22 @@ class Cluster:
             self.agents[a.broker_id] = a
         return started
 
-    def start_kafka(self, spec: KafkaBrokers, brokers: list[int] | None = None) -> list[Any]:
+    def _record_local(self, process: Any) -> None:
+        """A process of the control node's: `harness teardown` stops it after a crash."""
+        self.state.local_pids.append(process.pid)
+        self.state.save()
+
+    def start_kafka(self, spec: KafkaBrokers, brokers: list[int] | None = None,
+                    kafkaproxy_events: Path | None = None, kafkaproxy_seed: int = 0) -> list[Any]:
         """Real Kafka brokers (ZooKeeper mode) in place of the agents, one per broker node: the jars
         shipped over SSH, ``zookeeper.connect`` through the broker's own Toxiproxy links (to the
         wire proxy when the run routes through it) to the first ``spec.zk_hosts`` servers, the
         session timeout from the inventory, the ZooKeeper client socket from ``spec.zk_socket``.
-        Broker-to-broker traffic is not proxied (the agents' ``b<N>->b<M>`` links are not made); the
+        Broker-to-broker traffic has no Toxiproxy link (the agents' ``b<N>->b<M>`` are not made); the
         workload clients reach each broker through a link of their own (``client->b<N>``, its CLIENT
-        listener advertised as that link), made here since its address goes into the broker's config."""
+        listener advertised as that link), made here since its address goes into the broker's config.
+
+        With ``kafkaproxy_events``, PLAINTEXT is advertised at a Kafka wire proxy started first (docs/kafkaproxy.md)."""
         from base.components.kafka import KafkaBroker, KafkaSettings, fetch_kafka
         from harness.spec import ZK_SOCKETS
 
@@ -386,6 +394,13 @@ class Cluster:
         libs = fetch_kafka(spec.version)
         members = self.ensemble.members[:spec.zk_hosts] if spec.zk_hosts else self.ensemble.members
         targets = [b for b in self.inv.brokers if brokers is None or b.broker_id in brokers]
+        ports = dict(zip((n.broker_id for n in targets),
+                         on_nodes(targets, lambda n: free_ports_on(self.remotes[n.name], n.address, 2,
+                                                                   self.node_python)), strict=True))
+        advertised: dict[int, str] = {}
+        if kafkaproxy_events is not None:
+            advertised = self._start_kafkaproxy(targets, {b: p[0] for b, p in ports.items()}, kafkaproxy_events,
+                                                kafkaproxy_seed)
 
         def start_one(node: NodeSpec) -> Any:
             assert node.broker_id is not None
@@ -394,14 +409,14 @@ class Cluster:
             # zookeeper.ssl.client.enable=true (KafkaServer.zkClientConfigFromKafkaConfig); without TLS
             # the ZooKeeper client reads the socket from the JVM's system property of the same name
             socket = ZK_SOCKETS[spec.zk_socket]
-            port, client_port = free_ports_on(self.remotes[node.name], node.address, 2, self.node_python)
+            port, client_port = ports[node.broker_id]
             # the workload clients' link to this broker (``client->b<N>``, kind ``client-broker``)
             link = self.links.create(Link(f"{CLIENT_NODE}->{node.name}", "client-broker", CLIENT_NODE, node.name,
                                           f"{node.address}:{client_port}"))
             settings = KafkaSettings(spec.version, connect, session_timeout_ms=self.inv.agents.session_timeout_ms,
                                      extra={"zookeeper.clientCnxnSocket": socket},
                                      system_props={"zookeeper.clientCnxnSocket": socket},
-                                     client_listener=(client_port, link.listen))
+                                     client_listener=(client_port, link.listen), advertised_plaintext=advertised)
             broker = KafkaBroker(node.name, node.broker_id, node.address, port, self.remotes[node.name],
                                  self.kafka_workdir(node), settings, peek_dir=self.scratch / "peek",
                                  run=self.run_id, on_start=lambda b: self.state.add_pidfile(b.name, b.pidfile))
@@ -415,6 +430,31 @@ class Cluster:
             return broker
 
         return on_nodes(targets, start_one)
+
+    def _start_kafkaproxy(self, targets: list[NodeSpec], ports: dict[int, int], events: Path,
+                          seed: int) -> dict[int, str]:
+        """The run's Kafka proxy in front of ``targets``' PLAINTEXT ``ports``; broker id → its listener."""
+        from base.ports import free_port
+        from nemesis.kafkaproxy import KafkaProxyProcess
+
+        self.stop_kafkaproxy()  # a warm cluster's earlier run's
+        host = self.inv.toxiproxy.host
+        listen = {n.broker_id: f"{host}:{free_port(host)}" for n in targets}
+        self.log("starting the Kafka wire proxy")
+        self.kafkaproxy = KafkaProxyProcess([f"{listen[n.broker_id]}={n.address}:{ports[n.broker_id]}" for n in targets],
+                                            events, self.scratch / "kafkaproxy", broker_ids=list(listen),  # type: ignore[arg-type]
+                                            seed=seed, listen_host=host, run=self.run_id)
+        self.kafkaproxy.start()
+        self._record_local(self.kafkaproxy.process)
+        return listen  # type: ignore[return-value]
+
+    def stop_kafkaproxy(self) -> None:
+        """Stop the run's Kafka proxy, if any, and forget its pid (a warm cluster starts one per run)."""
+        proxy, self.kafkaproxy = self.kafkaproxy, None
+        if proxy is not None:
+            proxy.stop()
+            self.state.local_pids = [p for p in self.state.local_pids if p != getattr(proxy.process, "pid", None)]
+            self.state.save()
 
     def _record_agent(self, agent: AgentProcess) -> None:
         """Before the process exists: what `harness teardown` needs to stop it and salvage its events."""
@@ -493,7 +533,8 @@ class Cluster:
                 got["missing"].append(f"agent:{agent.broker_id}")
             else:
                 got["events"].append(events)
-        services: list[Any] = [c for c in (*self.components().values(), self.toxiproxy, self.zkproxy) if c is not None]
+        services: list[Any] = [c for c in (*self.components().values(), self.toxiproxy, self.zkproxy, self.kafkaproxy)
+                               if c is not None]
         for files in on_nodes(services, lambda c: c.logs(logs)):
             got["logs"] += files
         return got
@@ -508,6 +549,7 @@ class Cluster:
         if kill:
             on_nodes(list(self.agents.values()), lambda a: a.kill())
         self.agents.clear()
+        self.stop_kafkaproxy()  # theirs: its events are flushed before the history is merged
 
     def kill_agents(self) -> None:
         """SIGKILL every agent at once (their events are flushed per line)."""
@@ -535,6 +577,7 @@ class Cluster:
             attempt("toxiproxy", self.toxiproxy.stop)
         if self.zkproxy is not None:
             attempt("zkproxy", self.zkproxy.stop)
+        attempt("kafkaproxy", self.stop_kafkaproxy)
         if self.ensemble is not None:
             attempt("zookeeper", lambda: on_nodes(self.ensemble.nodes, lambda n: n.stop()))
         for name, remote in self.remotes.items():

@@ -61,6 +61,10 @@ def _real_nemeses(cluster: Any, spec: TestSpec, proxy: Any = None) -> list[Any]:
         from nemesis.zkproxy_faults import ZkProxyNemesis
 
         nemeses.append(ZkProxyNemesis(wire.client))
+    if spec.kafkaproxy:  # the proxy starts with the brokers, after the nemeses' setup: found when an op runs
+        from nemesis.kafkaproxy_faults import KafkaProxyNemesis
+
+        nemeses.append(KafkaProxyNemesis(lambda: cluster.kafkaproxy.client if cluster.kafkaproxy else None))
     return nemeses
 
 

@@ -281,7 +281,7 @@ class Engine:
                     self._drop_cluster_in_background()
         if interrupted:
             self.say(f"[bold yellow]{interrupted}[/]: healed and torn down; checking the partial history")
-        n = write_history(merge(sources_of(events_dir)), run_dir / "history.jsonl")
+        n = write_history(merge(sources_of(events_dir, run_id)), run_dir / "history.jsonl")
         lap("collect")
         self.say(f"[bold]collect[/] {n} events → {run_dir / 'history.jsonl'}")
         if n:
@@ -293,6 +293,7 @@ class Engine:
                            "check_error": str(e)}
         else:
             results = {"valid": "unknown", "checkers": {}, "anomalies": [], "stats": {"events": 0}}
+        results.update({"feeds": spec.feeds} if spec.feeds else {})  # real brokers: fed, or unknown and why
         if ops and spec.workload.client is not None:  # a run with a workload (none has no client)
             stats = results.setdefault("stats", {})
             stats["client_ops"] = ops
@@ -354,7 +355,8 @@ class Engine:
             observer.start()
             runner.setup()
             if spec.kafka is not None:  # real Kafka brokers: a JVM start takes longer than an agent's
-                cluster.start_kafka(spec.kafka, brokers=spec.brokers)
+                cluster.start_kafka(spec.kafka, brokers=spec.brokers, kafkaproxy_seed=spec.seed or 0,
+                                    kafkaproxy_events=events_dir / "kafkaproxy.jsonl" if spec.kafkaproxy else None)
                 epochs = cluster.wait_registered(brokers, timeout=240)
             else:
                 overrides = {b: {"zk_pipeline_connect": proxy.connect_string}
@@ -582,7 +584,7 @@ def _run_json(spec: TestSpec, run_id: str, inv: Inventory) -> dict[str, Any]:
     return {
         "run_id": run_id, "test": spec.name, "seed": spec.seed, "toggles": spec.toggles, "brokers": spec.brokers,
         "agent_extra": spec.agent_extra, "zk_overrides": spec.zk_overrides, "zkproxy": spec.zkproxy,
-        "pipeline_zkproxy": list(spec.pipeline_zkproxy), "workload": spec.workload.name,
+        "kafkaproxy": spec.kafkaproxy, "pipeline_zkproxy": list(spec.pipeline_zkproxy), "workload": spec.workload.name,
         "kafka": asdict(spec.kafka) if spec.kafka is not None else None,
         "script": getattr(spec.script, "__qualname__", None), "time_limit": spec.time_limit,
         "recovery": spec.recovery, "checkers": list(spec.checkers) if spec.checkers else None,
@@ -591,3 +593,4 @@ def _run_json(spec: TestSpec, run_id: str, inv: Inventory) -> dict[str, Any]:
         "zk_version": zk_version(inv.zookeeper), **spec.info,
         "inventory": json.loads(json.dumps(inventory, default=str)),
     }
+

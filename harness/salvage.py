@@ -38,7 +38,7 @@ def salvage(state: dict[str, Any], fetch: Callable[[str, str, Path], bool]) -> i
         _drop_torn_tail(harness)  # the line the dying process was writing
     with EventWriter(harness, "harness", state.get("run_id", "")) as w:
         w.emit("run_interrupted", reason=SALVAGED)
-    return write_history(merge(sources_of(events)), run_dir / "history.jsonl")
+    return write_history(merge(sources_of(events, state.get("run_id", ""))), run_dir / "history.jsonl")
 
 
 def _salvage_kafka_log(node: str, broker_id: int, timeout_ms: int | None, log_paths: list[str],

@@ -86,6 +86,12 @@ class TestSpec:
     # Real Kafka brokers in place of the agents (toggles, agent_extra and pipeline_zkproxy then do
     # not apply: they configure the agent); None: the Python agents.
     kafka: KafkaBrokers | None = None
+    # Real Kafka brokers only: their inter-broker (PLAINTEXT) listeners advertised at a Kafka wire
+    # proxy started with them (its kafka_frame events in the history; faults hold_control...).
+    kafkaproxy: bool = False
+    # Real Kafka brokers: every checker → {"fed_from": ...} or {"valid": "unknown", "reason": ...}
+    # (checkers.kafka_feeds), the run's results' ``feeds``; ``checkers`` are the fed ones.
+    feeds: dict[str, dict[str, str]] = field(default_factory=dict)
     workload: Workload = NONE
     schedule: Schedule | None = None  # timed nemesis steps
     # A scripted story (a JIRA's), called with the run's ``harness.engine.RunContext``: it acts only
@@ -111,6 +117,8 @@ class TestSpec:
             raise ValueError(f"zkproxy_max_frame is an integer in [1, 2^31), not {self.zkproxy_max_frame!r}")
         if self.agents_end not in AGENT_ENDS:
             raise ValueError(f"agents_end is one of {AGENT_ENDS}, not {self.agents_end!r}")
+        if self.kafkaproxy and self.kafka is None:
+            raise ValueError("kafkaproxy sits on real Kafka brokers' inter-broker listeners: it needs kafka")
         if self.kafka is not None and self.pipeline_zkproxy:
             raise ValueError("pipeline_zkproxy drives the agent's Netty emulation; real Kafka brokers reach the "
                              "wire proxy with zkproxy='all'")

@@ -29,13 +29,17 @@ def write_json(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
-def sources_of(events_dir: Path) -> list[Any]:
-    """A run's per-source event files (``events/*.jsonl``), each read lazily, for ``history.merge``;
-    a real broker's registrations that its log gives without an epoch are completed from the
-    ZooKeeper wire proxy's events, when the run has them (``base.kafkalog.with_wire_registrations``)."""
+def sources_of(events_dir: Path, run_id: str) -> list[Any]:
+    """A run's per-source event files (``events/*.jsonl``), each read lazily, for ``history.merge``,
+    as a finished run and `harness teardown`'s salvage collect them: a Kafka proxy's frames first
+    written as the agents' kinds (``base.kafkawire.map_run_frames``: ``kafkawire.jsonl``), and a real
+    broker's registrations that its log gives without an epoch completed from the ZooKeeper wire
+    proxy's events, when the run has them (``base.kafkalog.with_wire_registrations``)."""
     from base.kafkalog import with_wire_registrations
+    from base.kafkawire import map_run_frames
     from history import read_events
 
+    map_run_frames(events_dir, run_id)
     files = sorted(events_dir.glob("*.jsonl"))
     wire = events_dir / "zkproxy.jsonl"
     sources = [read_events(p) for p in files]

@@ -33,7 +33,8 @@ OP_TYPES = ("invoke", "ok", "fail", "info", "event")
 # built with its own writer uses that writer's src), and the four singletons.
 AGENT, CLIENT, OBSERVER, NEMESIS, HARNESS, ZKPROXY = "agent", "client", "observer", "nemesis", "harness", "zkproxy"
 KAFKAPROXY = "kafkaproxy"
-SOURCES = (AGENT, CLIENT, OBSERVER, NEMESIS, HARNESS, ZKPROXY, KAFKAPROXY)
+KAFKAWIRE = "kafkawire"  # the Kafka proxy's frames mapped onto the agents' kinds (base.kafkawire)
+SOURCES = (AGENT, CLIENT, OBSERVER, NEMESIS, HARNESS, ZKPROXY, KAFKAPROXY, KAFKAWIRE)
 
 # The canonical type of every value field name. JSON integers are 64-bit: session ids, czxids and
 # zxids stay exact as ``int``.
@@ -71,6 +72,7 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "toxics_removed": "json", "grudge_map": "json", "nodes": "json", "tables_removed": "json", "stream": "str", "grudge": "str", "direction": "str",
     "latency_ms": "float", "jitter_ms": "float", "rate_kb": "float", "timeout_ms": "int", "delay_ms": "float",
     "rules": "json", "rule_ids": "json", "rules_removed": "json", "zkproxy_rules_cleared": "json",
+    "kafkaproxy_rules_cleared": "json",
     "released": "json", "held_requests": "json", "delivered": "json", "hooks_released": "json",
     "held_requests_dropped": "json", "to": "json", "healed": "json", "refused": "json", "noop": "bool",
     "ended": "strs",
@@ -140,11 +142,12 @@ OPS = "invoke ok fail info"
 FAULTS = (
     "isolate", "cut", "partition", "net_partition", "latency", "bandwidth", "reset_peer", "slow_close", "kill", "pause", "shutdown",
     "bounce", "fast_bounce", "wipe", "zk_rules", "hold_controller", "hold_alter_partition", "delay_request",
+    "hold_control", "drop_control", "delay_alter_partition",
 )
 _FAULT_FIELDS = (
     "phase stage targets error reason instant seed result:json links toxics_removed grudge_map stream grudge direction "
     "latency_ms jitter_ms kind rate_kb timeout_ms delay_ms rules rule_ids rules_removed held:json released "
-    "held_requests delivered to topic partition nodes tables_removed"
+    "held_requests delivered to topic partition nodes tables_removed hold_ms"
 )
 
 KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
@@ -174,17 +177,18 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _agent("broker_failure_handled", "controller_epoch brokers partitions"),
     _agent("broker_startup_handled", "controller_epoch brokers bounced:bool epochs partitions"),
     _agent("topics_created", "controller_epoch partitions"),
-    _agent("control_send", "request_id kind target controller_epoch broker_epoch max_broker_epoch epoch_map "
-                           "full partitions shared debug"),
+    _kind("control_send", f"{AGENT} {KAFKAWIRE}", "event", "broker_id request_id kind target controller_epoch "
+          "broker_epoch max_broker_epoch epoch_map full partitions shared debug"),
     _agent("control_response", "request_id kind target error_code partition_errors"),
-    _agent("control_recv", "request_id kind from controller_epoch broker_epoch max_broker_epoch own_epoch "
-                           "max_controller_epoch_seen outcome error_code full partitions partition_errors"),
+    _kind("control_recv", f"{AGENT} {KAFKAWIRE}", "event", "broker_id request_id kind from controller_epoch "
+          "broker_epoch max_broker_epoch own_epoch max_controller_epoch_seen outcome error_code full partitions "
+          "partition_errors"),
     _agent("replica_state", "topic partition role leader leader_epoch isr zk_version leo hw request_id "
                             "deleted"),
     _agent("truncate", "topic partition to_offset dropped reason"),
     _agent("log_open", "topic partition leo hw checkpointed"),
     _agent("hw_checkpoint", "partitions dropped dropped_hw"),
-    _kind("controlled_shutdown", f"{AGENT} {CLIENT}", OPS, "broker_id broker request_id broker_epoch error_code "
+    _kind("controlled_shutdown", f"{AGENT} {CLIENT} {KAFKAWIRE}", OPS, "broker_id broker request_id broker_epoch error_code "
           "remaining_partitions error"),
     _agent("controlled_shutdown_handled", "request_id broker_epoch cached_epoch outcome error_code "
                                           "leader_moves stop_replicas remaining_leaders"),
@@ -221,7 +225,8 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _kind("repro_step", HARNESS, "event", "what", open=True),
     # --- the nemesis: one kind per fault, and heal --------------------------------------------------------
     *(_kind(f, NEMESIS, "info", _FAULT_FIELDS, open=True) for f in FAULTS),
-    _kind("heal", NEMESIS, "info", "phase stage reason error toxics_removed zkproxy_rules_cleared hooks_released "
+    _kind("heal", NEMESIS, "info", "phase stage reason error toxics_removed zkproxy_rules_cleared "
+          "kafkaproxy_rules_cleared hooks_released "
           "held_requests_dropped tables_removed noop ended", open=True),
     # --- the ZooKeeper wire proxy (src zkproxy) -----------------------------------------------------------
     _zkproxy("frame", "conn upstream dir kind bytes session_id xid op:int op_name path:json sub_ops zxid err "

@@ -23,7 +23,8 @@ from nemesis.nft import HEAL_COMMAND
 @dataclass(frozen=True)
 class FaultSpec:
     name: str
-    kind: str  # the nemesis that handles it (its ``fs`` is ``faults_of(kind)``): link, firewall, process, zkproxy, agent
+    kind: str  # the nemesis that handles it (its ``fs`` is ``faults_of(kind)``): link, firewall, process, zkproxy,
+    # kafkaproxy, agent
     instant: bool = False  # a single op (no stop phase): the report draws a line, not a band
     params: dict[str, type | tuple[type, ...]] = field(default_factory=dict)
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -39,6 +40,12 @@ class FaultSpec:
 
 
 NUM = (int, float)
+# The Kafka proxy's faults: a held control request is released by itself after at most this long, below
+# the ZooKeeper-mode controller's socket timeout (controller.socket.timeout.ms, 30 s), past which it
+# reconnects and resends (docs/kafkaproxy.md); and an AlterPartition's default delay.
+HOLD_CAP_MS = 25000
+ALTER_DELAY_MS = 2000
+KAFKA_CONTROL_APIS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
 CONTROL_KINDS = ("StopReplica", "LeaderAndIsr", "UpdateMetadata")  # what a controller's delay_request may build
 _LINK_KIND = {"kind": ("agent-zk", "agent-agent")}
 _GRUDGE = {"grudge": ("isolate", "halves", "bridge", "majorities-ring"), "direction": ("both", "one-way")}
@@ -90,6 +97,19 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
     FaultSpec("zk_rules", "zkproxy", params={"rules": list},
               help="install ZooKeeper wire-proxy rules (docs/zkproxy.md) for connections to the target "
                    "ZooKeeper nodes; needs `harness run --zkproxy`"),
+    # the Kafka wire proxy's (real brokers only: `harness run --brokers kafka:VERSION` puts it in the
+    # inter-broker path for them); hunt runs agents, so none is a hunt default
+    FaultSpec("hold_control", "kafkaproxy", role="broker", params={"hold_ms": NUM},
+              help="hold the controller's LeaderAndIsr/UpdateMetadata/StopReplica to the target brokers; stop "
+                   f"releases them (each by itself after hold_ms, at most {HOLD_CAP_MS} ms: below the "
+                   "controller's 30 s socket timeout)", package=("one-broker",)),
+    FaultSpec("drop_control", "kafkaproxy", role="broker",
+              help="drop the controller's LeaderAndIsr/UpdateMetadata/StopReplica to the target brokers (the "
+                   "controller resends after its 30 s socket timeout); stop removes the rule",
+              package=("one-broker",)),
+    FaultSpec("delay_alter_partition", "kafkaproxy", role="broker", params={"delay_ms": NUM},
+              help="delay the target brokers' AlterPartition/AlterIsr to the controller by delay_ms (default "
+                   f"{ALTER_DELAY_MS} ms); stop removes the rule", package=("one-broker",)),
 )}
 COMMON_PARAMS: dict[str, type | tuple[type, ...]] = {"seed": int}
 
@@ -97,6 +117,11 @@ COMMON_PARAMS: dict[str, type | tuple[type, ...]] = {"seed": int}
 def faults_of(kind: str) -> frozenset[str]:
     """The faults one nemesis handles (its ``fs``)."""
     return frozenset(f for f, spec in FAULTS.items() if spec.kind == kind)
+
+
+def kafka_only() -> frozenset[str]:
+    """The faults only real Kafka brokers take (the Kafka proxy's): refused on the agents."""
+    return faults_of("kafkaproxy")
 
 
 def instant_faults() -> frozenset[str]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from nemesis.base import FaultOp
 from nemesis.registry import faults_of
+from nemesis.wire_faults import WireRulesNemesis
 
 if TYPE_CHECKING:
     from nemesis.zkproxy.client import ZkProxyClient
@@ -34,12 +35,12 @@ def lost_connect_rule(rule_id: str, comment: str) -> dict[str, Any]:
     return {"id": rule_id, "comment": comment, **copy.deepcopy(LOST_CONNECT_RULE)}
 
 
-class ZkProxyNemesis:
+class ZkProxyNemesis(WireRulesNemesis):
     fs = faults_of("zkproxy")
+    cleared_key = "zkproxy_rules_cleared"
 
     def __init__(self, client: ZkProxyClient) -> None:
-        self.client = client
-        self.installed: list[str] = []
+        super().__init__(client)
         self.listener_of: dict[str, int] = {}  # ZooKeeper node name → proxy listener index
 
     def setup(self, cluster: Any) -> None:  # harness.cluster.Cluster, a layer above: its ``ensemble``
@@ -58,19 +59,5 @@ class ZkProxyNemesis:
             rules = op.params.get("rules")
             if not isinstance(rules, list) or not rules:
                 raise ValueError("zk_rules: params.rules must be a non-empty list of rule tables")
-            ids = self.client.add_rules(self._scoped(rules, op.targets))
-            self.installed += ids
-            return {"rule_ids": ids}
-        removed = []
-        for rid in self.installed:
-            self.client.remove_rule(rid)
-            removed.append(rid)
-        self.installed = []
-        return {"rules_removed": removed}
-
-    def heal(self) -> dict[str, Any]:
-        self.installed = []
-        return {"zkproxy_rules_cleared": self.client.clear_rules()}
-
-    def teardown(self) -> None:
-        pass
+            return {"rule_ids": self.install(op.f, self._scoped(rules, op.targets))}
+        return {"rules_removed": self.remove()}

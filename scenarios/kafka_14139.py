@@ -118,5 +118,5 @@ SCENARIO = Kafka14139(
     extra={"replica_lag_time_max_ms": 30000},  # Kafka's default replica.lag.time.max.ms
     needs_spark=True,  # isr_expansion runs on Spark: warm the JVM while the cluster starts
     not_on_kafka="the story holds an AlterPartition inside the agent and writes through the agent's queue "
-                 "protocol; a real broker speaks Kafka's protocol, which no nemesis here can hold",
+                 "protocol; its real-broker variant (the Kafka proxy's delay_alter_partition) is not built yet",
 )

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # 4 --------------------------------------------------------------------------------------------------
 def _applied_recv(ev: DataFrame) -> DataFrame:
     f = F()
-    return ev.filter((f.col("f") == "control_recv") & (f.col("v_outcome") == "applied")).withColumn("b", f.col("node"))
+    return ev.filter((f.col("f") == "control_recv") & (f.col("v_outcome") == "applied")).withColumn("b", broker())
 
 
 def control_request_epochs(ev: DataFrame) -> DataFrame:
@@ -34,8 +34,9 @@ def control_request_epochs(ev: DataFrame) -> DataFrame:
     # Applied and rejected requests in one pass (one shuffle and sort of a broker's requests); the
     # epochs a broker has seen are its applied requests' only.
     applied = f.col("v_outcome") == "applied"
+    # the receiving broker: an agent's own events, or ``broker_id`` of a real broker's (base.kafkawire)
     r = ev.filter((f.col("f") == "control_recv") & f.col("v_outcome").isin("applied", "rejected")).withColumn(
-        "b", f.col("node"))
+        "b", broker())
     w = win.partitionBy("hist", "b").orderBy("seq").rowsBetween(win.unboundedPreceding, -1)
     seen_ce = f.when(applied, f.col("v_controller_epoch"))
     r = r.select("*", f.max(seen_ce).over(w).alias("prev_max"), f.max_by(f.when(applied, f.col("id")), seen_ce).over(w)
@@ -157,7 +158,7 @@ def max_broker_epoch(ev: DataFrame) -> DataFrame:
     )
 
 
-_RECV = ("broker_epoch", "controller_epoch", "kind", "outcome", "own_epoch")
+_RECV = ("broker_epoch", "broker_id", "controller_epoch", "kind", "outcome", "own_epoch")
 CONTROL_REQUEST_EPOCHS = PlanChecker("control_request_epochs", {
     "control_recv": (*_RECV, "error_code", "max_broker_epoch", "max_controller_epoch_seen"),
 }, control_request_epochs)

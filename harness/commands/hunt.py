@@ -75,6 +75,11 @@ def judge(args: argparse.Namespace) -> tuple[list[str], dict, Any]:
     bad = [f for f in faults if f not in FAULTS]
     if bad or not faults:
         raise UsageError(f"--faults: unknown {bad} (known: {', '.join(FAULTS)})")
+    from nemesis.registry import kafka_only
+
+    if kafka := sorted(set(faults) & kafka_only()):
+        raise UsageError(f"--faults: {', '.join(kafka)} act on real Kafka brokers through the Kafka proxy; a hunt "
+                         "runs the agents (their hooks: delay_request, hold_alter_partition)")
     writable_file(args.out, "--out")
     inv = load_inventory(args.inventory)
     spec_from_args(args, inv, Schedule("hunt"))  # every other flag judged before the engine starts

@@ -49,9 +49,6 @@ from workloads import DEFINITIONS, WORKLOADS
 from workloads.base import Workload
 
 DEFAULT_TEST = "isolate-broker"
-# the checkers a real broker's run can feed: its log says registrations and sessions, not the
-# controller's or the replicas' inner events the other checkers read from the agents
-KAFKA_CHECKERS = ("registration_epochs", "registration_liveness")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,6 +66,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"mean seconds between a packaged fault's start and stop (default 5, at least {MIN_INTERVAL_S:g})")
     p.add_argument("--zkproxy", action="store_true",
                    help="route agent→ZooKeeper traffic through the ZooKeeper wire proxy (enables fault zk_rules)")
+    p.add_argument("--kafkaproxy", action="store_true",
+                   help="with --brokers kafka:VERSION: advertise each broker's inter-broker listener at the Kafka "
+                        "wire proxy (its frames in the history, feeding the control-plane checkers; enables faults "
+                        "hold_control, drop_control, delay_alter_partition, which turn it on themselves)")
     p.add_argument("--workload", default="none", metavar="NAME",
                    help=f"client workload ({', '.join(WORKLOADS)}; default none)")
     add_workload_args(p)
@@ -153,6 +154,7 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     if schedule is None:
         schedule, name = _schedule_from_args(args, inv, seed, name)
     workload = _workload_for(workload, kafka, args)
+    kafkaproxy = _kafkaproxy(args, kafka, schedule)
     from nemesis.episodes import needs
 
     # an episode that loses a pipelined re-registration's reply needs every broker's pipelining
@@ -160,19 +162,45 @@ def spec_from_args(args: argparse.Namespace, inv: Inventory, schedule: Schedule 
     # broker has one ZooKeeper client, so all its connections go through the wire proxy
     pipelined = "pipeline_zkproxy" in needs(_fault_names(args))
     if kafka is not None:
-        # what a real broker's log tells the checkers: its registrations (base.kafkalog); and what
-        # the workload's Kafka client recorded
+        # what a real broker's log tells the checkers (its registrations: base.kafkalog), what the Kafka
+        # proxy saw of the control plane (base.kafkawire), what the workload's Kafka client recorded;
+        # every other checker is unknown, with why (checkers.kafka_feeds)
+        from checkers.kafka_feeds import fed, kafka_feeds
+        from checkers.project import select
+
+        feeds = kafka_feeds(kafka.version, kafkaproxy=kafkaproxy, zkproxy=getattr(args, "zkproxy", False) or pipelined,
+                            queue="queue_lost_write" in workload.checkers)
         fetch(kafka, "--brokers")  # last: every flag is judged before anything is downloaded
         return TestSpec(name=name if getattr(args, "test", None) else f"{name}-kafka-{kafka.version}",
                         zkproxy="all" if getattr(args, "zkproxy", False) or pipelined else "off", kafka=kafka,
-                        workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
-                        seed=seed,
-                        checkers=KAFKA_CHECKERS + workload.checkers, local_check=not workload.checkers,
-                        agents_end="kill", zk_overrides=zk)
+                        kafkaproxy=kafkaproxy, workload=workload, schedule=schedule, time_limit=args.time_limit,
+                        margin_ms=args.margin_ms, seed=seed,
+                        checkers=fed(feeds), local_check=all(c.local for c in select(fed(feeds))),
+                        feeds={n: f.as_dict() for n, f in feeds.items()}, agents_end="kill", zk_overrides=zk)
     pipeline = tuple(b.broker_id for b in inv.brokers) if pipelined else ()
     return TestSpec(name=name, toggles=toggles, zkproxy="all" if getattr(args, "zkproxy", False) else "off",
                     workload=workload, schedule=schedule, time_limit=args.time_limit, margin_ms=args.margin_ms,
                     seed=seed, pipeline_zkproxy=pipeline, zk_overrides=zk)
+
+
+def _kafkaproxy(args: argparse.Namespace, kafka: KafkaBrokers | None, schedule: Schedule | None) -> bool:
+    """Whether the run puts the Kafka wire proxy in front of its brokers: asked (``--kafkaproxy``) or
+    needed by a fault of the schedule. Both are bad input on the agents, which do not speak Kafka's
+    protocol (their own hooks: delay_request, hold_alter_partition)."""
+    from nemesis.registry import kafka_only
+
+    steps = {step.op.f for step in schedule.steps} if schedule is not None else set()
+    used = sorted((steps | set(_fault_names(args))) & kafka_only())  # named: a package may draw it late
+    if kafka is None:
+        if used:
+            where = "--faults" if getattr(args, "faults", None) else f"--schedule {args.schedule}"
+            raise UsageError(f"{where}: {', '.join(used)} act on Kafka's wire protocol, through the Kafka proxy: "
+                             "only with --brokers kafka:VERSION (on the agents: delay_request, hold_alter_partition)")
+        if getattr(args, "kafkaproxy", False):
+            raise UsageError("--kafkaproxy: the Kafka proxy sits on real brokers' inter-broker listeners: only with "
+                             "--brokers kafka:VERSION")
+        return False
+    return bool(getattr(args, "kafkaproxy", False) or used)
 
 
 def _workload_for(workload: Workload, kafka: KafkaBrokers | None, args: argparse.Namespace) -> Workload:
@@ -327,6 +355,9 @@ def print_verdict(console: Console, results: dict, run_dir: Path) -> None:
     word = {True: "valid", False: "invalid"}.get(valid, "unknown")
     for name, sub in results.get("checkers", {}).items():
         console.print(f"  {name}: {sub['valid']}  {sub.get('stats', {})}", highlight=False)
+    for name, feed in results.get("feeds", {}).items():
+        if "fed_from" not in feed:
+            console.print(f"  {name}: unknown (not run: {feed['reason']})", highlight=False)
     stats = results.get("stats", {})
     ops = stats.get("client_ops")
     if ops:

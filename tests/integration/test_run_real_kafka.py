@@ -57,7 +57,8 @@ def test_real_brokers_reregister_after_a_kill_and_an_expiry(warm_engine, tmp_pat
     run_dir = harness_run(warm_engine, tmp_path, "kafka-kill-isolate-kafka-3.9.1", "--zkproxy", "--schedule",
                           str(schedule), "--time-limit", "10")
     results = json.loads((run_dir / "results.json").read_text())
-    assert set(results["checkers"]) == {"registration_epochs", "registration_liveness"}
+    # with the ZooKeeper proxy the brokers' sessions' reply zxids feed zxid_session too (checkers.kafka_feeds)
+    assert set(results["checkers"]) == {"registration_epochs", "registration_liveness", "zxid_session"}
     assert results["valid"] is True, results
     assert results["checkers"]["registration_epochs"]["stats"]["unconfirmed_registrations"] == 0
     events = history(run_dir)
@@ -90,6 +91,38 @@ def test_real_brokers_reregister_after_a_kill_and_an_expiry(warm_engine, tmp_pat
     assert len(registered) == (4 if refused else 5) and registered <= on_wire, (registered, on_wire)
     # the first start's log survives the restart, in the run directory
     assert "[KafkaServer id=1] started" in (run_dir / "logs" / "b1-kafka-previous.log").read_text()
+
+
+def test_hold_control_partition_kill_on_real_brokers_is_valid_and_names_every_checker_fed_or_unknown(warm_engine,  # noqa: ANN001
+                                                                                                    tmp_path):
+    """Issue 42's second done-when: the Kafka proxy in the inter-broker path (turned on by hold_control),
+    its frames mapped onto control_send/control_recv, the control-plane checkers judging real brokers,
+    every other checker unknown with its reason, and nothing left running."""
+    from checkers.project import CHECKER_NAMES
+
+    run_dir = harness_run(warm_engine, tmp_path, "hold-control", "--faults", "hold_control,partition,kill", "--workload", "queue",
+                          "--seed", "3", "--time-limit", "20", "--test", "hold-control")
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["valid"] is True, results
+    feeds = results["feeds"]
+    assert list(feeds) == list(CHECKER_NAMES)
+    fed = [n for n, f in feeds.items() if "fed_from" in f]
+    assert set(results["checkers"]) == set(fed) and {"control_request_epochs", "controller_epochs"} <= set(fed)
+    assert all(f["valid"] == "unknown" and f["reason"] for n, f in feeds.items() if n not in fed)
+    assert json.loads((run_dir / "run.json").read_text())["kafkaproxy"] is True
+    events = history(run_dir)
+    wire = [e for e in events if e["src"] == "kafkawire"]
+    recv = [e["value"] for e in wire if e["f"] == "control_recv"]
+    assert {"LeaderAndIsr", "UpdateMetadata"} <= {v["kind"] for v in recv}, wire
+    assert all(v["controller_epoch"] >= 1 and v["own_epoch"] is not None for v in recv if v["outcome"] == "applied")
+    holds = [e for e in events if e["f"] == "hold_control" and e["value"]["stage"] != "invoke"]
+    assert holds and all(e["value"]["stage"] == "complete" for e in holds), holds
+    proxy = [e["f"] for e in events if e["src"] == "kafkaproxy"]
+    assert proxy.count("rule_added") == sum(1 for e in holds if e["value"]["phase"] == "start")
+    assert proxy[-1] == "proxy_stop"  # stopped, its events flushed, before the history was merged
+    # the brokers' inter-broker traffic went through it, the clients' did not (their CLIENT listener)
+    frames = [e["value"] for e in events if e["f"] == "kafka_frame"]
+    assert {"Fetch", "LeaderAndIsr"} <= {v["api"] for v in frames} and "Produce" not in {v["api"] for v in frames}
 
 
 def test_the_queue_workload_through_a_kafka_client_on_real_brokers_under_partitions_and_kills(warm_engine,  # noqa: ANN001

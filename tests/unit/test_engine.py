@@ -88,10 +88,20 @@ class FakeCluster:
         for b in brokers or [n.broker_id for n in self.inv.brokers]:
             self.agents[b] = FakeAgent(b)
 
-    def start_kafka(self, spec: Any, brokers: Any = None) -> None:
-        self.calls.append(f"start_kafka {spec.version} {spec.zk_socket} {spec.zk_hosts}")
+    kafkaproxy: Any = None
+
+    def start_kafka(self, spec: Any, brokers: Any = None, kafkaproxy_events: Path | None = None,
+                    kafkaproxy_seed: int = 0) -> None:
+        self.calls.append(f"start_kafka {spec.version} {spec.zk_socket} {spec.zk_hosts}"
+                          + (f" proxy {kafkaproxy_events.name} seed {kafkaproxy_seed}" if kafkaproxy_events else ""))
+        if kafkaproxy_events is not None:
+            self.kafkaproxy = "proxy"
         for b in brokers or [n.broker_id for n in self.inv.brokers]:
             self.agents[b] = FakeAgent(b)
+
+    def stop_kafkaproxy(self) -> None:
+        self.calls.append("stop_kafkaproxy")
+        self.kafkaproxy = None
 
     def wait_registered(self, brokers: list[int], timeout: float) -> dict[int, int]:
         return {b: 100 + b for b in brokers}
@@ -385,6 +395,16 @@ def test_real_kafka_brokers_take_the_agents_place_in_the_same_run(tmp_path: Path
     assert run["kafka"] == {"version": "3.9.1", "zk_socket": "netty", "zk_hosts": 2}
 
 
+def test_a_kafka_run_with_its_proxy_starts_it_with_the_brokers(tmp_path: Path) -> None:
+    with engine(tmp_path, FakeNemesis()) as eng:
+        out = eng.run(TestSpec("t", kafka=KafkaBrokers("3.9.1"), kafkaproxy=True, recovery=False, agents_end="kill",
+                               time_limit=0.1, seed=7))
+    cluster = FakeCluster.instances[0]
+    assert cluster.calls == ["start", "record_run_dir", "start_kafka 3.9.1 nio None proxy kafkaproxy.jsonl seed 7",
+                             "kill_agents", "collect", "retire_agents", "teardown"]  # retiring stops the proxy
+    assert json.loads((out.run_dir / "run.json").read_text())["kafkaproxy"] is True
+
+
 def test_a_test_spec_refuses_what_the_engine_cannot_run() -> None:
     with pytest.raises(ValueError):
         KafkaBrokers("3.9.1", zk_socket="epoll")
@@ -392,6 +412,8 @@ def test_a_test_spec_refuses_what_the_engine_cannot_run() -> None:
         KafkaBrokers("3.9.1", zk_hosts=0)
     with pytest.raises(ValueError):
         TestSpec("t", kafka=KafkaBrokers("3.9.1"), pipeline_zkproxy=(2,))
+    with pytest.raises(ValueError, match="kafkaproxy"):
+        TestSpec("t", kafkaproxy=True)
     with pytest.raises(ValueError):
         TestSpec("t", zkproxy="some")
     with pytest.raises(ValueError):

@@ -3,6 +3,7 @@ hand-kept lists it replaced, and every nemesis handles exactly its kind's rows."
 
 from __future__ import annotations
 
+from nemesis.kafkaproxy_faults import KafkaProxyNemesis
 from nemesis.nemeses import default_nemeses
 from nemesis.packages import DEFAULT_FAULTS, PACKAGEABLE
 from nemesis.registry import (
@@ -19,7 +20,8 @@ from nemesis.zkproxy_faults import ZkProxyNemesis
 
 
 def test_every_fault_is_handled_by_exactly_one_nemesis_of_its_kind() -> None:
-    handled = [f for n in [*default_nemeses(), ZkProxyNemesis(client=None)] for f in n.fs]  # type: ignore[arg-type]
+    handled = [f for n in [*default_nemeses(), ZkProxyNemesis(client=None),  # type: ignore[arg-type]
+                           KafkaProxyNemesis(client=None)] for f in n.fs]  # type: ignore[arg-type]
     orphans = [f"{f} (kind {spec.kind})" for f, spec in FAULTS.items() if f not in handled]
     assert not orphans, (f"no nemesis handles {', '.join(orphans)}: give its nemesis fs = faults_of(kind) and add it "
                          "to nemesis.nemeses.default_nemeses")
@@ -37,7 +39,8 @@ def test_the_derived_lists_are_the_ones_they_replaced() -> None:
     assert grudge_faults() == {"partition", "net_partition"}
     assert external_only() == {"net_partition"}
     assert roles() == {"wipe": "broker", "hold_controller": "broker", "hold_alter_partition": "broker",
-                       "delay_request": "broker"}
+                       "delay_request": "broker", "hold_control": "broker", "drop_control": "broker",
+                       "delay_alter_partition": "broker"}
     assert len(crash_heals()) == 1 and "nft delete table" in crash_heals()[0]
 
 

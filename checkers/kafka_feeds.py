@@ -1,0 +1,93 @@
+"""Which checkers a run of real Kafka brokers feeds, from what, and why the others cannot decide
+(pure; docs/checking.md's table "Checkers on real Kafka brokers" says the same, and a test holds the
+two equal).
+
+A broker writes no events of its own: its log (``base.kafkalog``: starts, sessions, registrations),
+the observer's znode reads, the Kafka wire proxy's frames mapped onto the agents' kinds
+(``base.kafkawire``: ``control_send``, ``control_recv``, ``controlled_shutdown``), the ZooKeeper
+wire proxy's frames and the workload's Kafka client are what there is. A checker whose inputs none
+of them gives is not run: it would find nothing wrong in nothing and say valid. The run lists it
+as ``unknown`` with the reason (``results.feeds``); the verdict is over the checkers that ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checkers.project import CHECKER_NAMES
+
+
+@dataclass(frozen=True)
+class Feed:
+    """``fed_from``: what feeds the checker; else ``unknown``: why it cannot decide."""
+
+    fed_from: str | None = None
+    unknown: str | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        return {"fed_from": self.fed_from} if self.fed_from else {"valid": "unknown", "reason": self.unknown or ""}
+
+
+KIP_380 = (2, 2)  # broker epochs: registrations and control requests carry them from 2.2
+NO_PROXY = "no Kafka proxy in this run (--kafkaproxy, or one of its faults): the control plane is not seen"
+NO_OWNER = "a broker's log names no registration's owner session (register.owner), which it compares"
+UNKNOWN: dict[str, str] = {
+    "single_registrant": NO_OWNER,
+    "controller_write_fencing": "needs the controller's ZooKeeper writes with the /controller_epoch version each "
+                                "checked (controller_zk_write): inside the broker's ZooKeeper session, not logged",
+    "bounce_handling": "needs the live, dead and bounced sets the controller computed (broker_change): neither on "
+                       "the wire nor in the log",
+    "controlled_shutdown_epochs": "needs the controller's cached epoch of the broker and the leader moves the "
+                                  "shutdown caused (controlled_shutdown_handled): the wire shows the request and "
+                                  "its answer only (mapped to controlled_shutdown)",
+    "isr_expansion": "needs the fetch each ISR expansion rests on (AlterPartition's based_on_fetch) and the "
+                     "committed partition states with their zxids: neither is on the wire",
+    "partition_states": "needs the partition states in ZooKeeper commit (zxid) order: LeaderAndIsr carries them in "
+                        "each broker's queue order, which a held or dropped request reorders",
+    "max_broker_epoch": "ZooKeeper-mode Kafka has no max-broker-epoch mode (an agents' toggle): no request carries "
+                        "MaxBrokerEpoch",
+    "zxid_realtime": NO_OWNER,
+    "zxid_replay": NO_OWNER,
+    "register_linearizable": "the register workload speaks the agents' protocol only",
+}
+LOG = "broker log (base.kafkalog) and the observer's znode reads"
+
+
+def version_tuple(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def kafka_feeds(version: str, *, kafkaproxy: bool, zkproxy: bool, queue: bool) -> dict[str, Feed]:
+    """Every checker (report order) → how a ``--brokers kafka:VERSION`` run with these feeds it."""
+    epochs = version_tuple(version) >= KIP_380
+    out: dict[str, Feed] = {}
+    for name in CHECKER_NAMES:
+        if name in UNKNOWN:
+            out[name] = Feed(unknown=UNKNOWN[name])
+        elif name == "registration_epochs":
+            out[name] = Feed(LOG + ("" if epochs else "; no epoch in the log before 2.2: it says unknown itself"))
+        elif name == "registration_liveness":
+            out[name] = Feed(LOG + ("" if epochs else "; no session or epoch in the log before 2.2: it says unknown "
+                                                      "itself"))
+        elif name == "control_request_epochs":
+            out[name] = Feed("Kafka proxy: LeaderAndIsr/UpdateMetadata/StopReplica answers as control_recv, the "
+                             "broker's own epoch from its log" + ("" if epochs else "; no broker epoch before 2.2 "
+                                                                  "(KIP-380): only the controller-epoch cases")
+                             ) if kafkaproxy else Feed(unknown=NO_PROXY)
+        elif name == "controller_epochs":
+            out[name] = Feed("Kafka proxy: control requests as control_send (one controller per epoch); elections "
+                             "are not seen, so their order is not judged") if kafkaproxy else Feed(unknown=NO_PROXY)
+        elif name == "zxid_session":
+            out[name] = Feed("ZooKeeper proxy: the brokers' sessions' reply zxids") if zkproxy else Feed(
+                unknown="no ZooKeeper proxy in this run (--zkproxy): no session's frames")
+        elif name.startswith("queue_"):
+            out[name] = Feed("the queue workload's Kafka client") if queue else Feed(
+                unknown="no queue workload in this run (--workload queue)")
+        else:
+            out[name] = Feed(unknown="not mapped for real Kafka brokers")
+    return out
+
+
+def fed(feeds: dict[str, Feed]) -> tuple[str, ...]:
+    return tuple(n for n, f in feeds.items() if f.fed_from)

@@ -1,0 +1,78 @@
+"""Nemesis adapter over the Kafka wire proxy's control API (``nemesis.kafkaproxy.client``): the
+control-plane faults of real Kafka brokers (docs/nemesis.md), each one rule of the proxy's
+(docs/kafkaproxy.md) installed by ``start`` and removed by ``stop``.
+
+* ``hold_control``: hold the controller's LeaderAndIsr/UpdateMetadata/StopReplica requests to the
+  target brokers; ``stop`` removes the rule and releases what it holds (late, behind whatever the
+  connection carries by then). Each held request is released by itself after ``hold_ms`` (at most
+  ``HOLD_CAP_MS``, below the controller's 30 s socket timeout, past which it would reconnect and
+  resend, and the held copy would be discarded with its connection).
+* ``drop_control``: drop those requests (the controller times each out and resends it).
+* ``delay_alter_partition``: delay the target brokers' AlterPartition (AlterIsr before 3.2) requests
+  to the controller by ``delay_ms``.
+
+Targets are brokers (node names → broker ids, the proxy's ``dst_broker``/``src_broker``). ``heal()``
+clears every rule and releases every held frame. The proxy is the run's (``Cluster.kafkaproxy``),
+started with the brokers, after the nemeses' setup: it is looked up when an op runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from nemesis.base import FaultOp
+from nemesis.registry import ALTER_DELAY_MS, HOLD_CAP_MS, KAFKA_CONTROL_APIS, faults_of
+from nemesis.wire_faults import WireRulesNemesis
+from nemesis.wireproxy.client import WireProxyClient
+
+
+def control_rule(f: str, brokers: list[int], params: dict[str, Any]) -> dict[str, Any]:
+    """The proxy rule fault ``f`` installs for target ``brokers`` (pure: the unit tests read it)."""
+    if f == "delay_alter_partition":
+        delay = float(params.get("delay_ms", ALTER_DELAY_MS))
+        return {"match": {"api": "AlterPartition", "kind": "request", "src_broker": brokers},
+                "action": {"type": "delay", "delay_ms": delay}, "comment": f}
+    match = {"api": list(KAFKA_CONTROL_APIS), "kind": "request", "dst_broker": brokers}
+    if f == "drop_control":
+        return {"match": match, "action": "drop", "comment": f}
+    if f == "hold_control":
+        hold = min(float(params.get("hold_ms", HOLD_CAP_MS)), HOLD_CAP_MS)
+        return {"match": match, "action": {"type": "hold", "hold_ms": hold}, "comment": f}
+    raise ValueError(f"{f}: not a Kafka proxy fault")
+
+
+class KafkaProxyNemesis(WireRulesNemesis):
+    fs = faults_of("kafkaproxy")
+    cleared_key = "kafkaproxy_rules_cleared"
+
+    def __init__(self, client: WireProxyClient | Callable[[], WireProxyClient | None]) -> None:
+        super().__init__(client)
+        self.broker_of: dict[str, int] = {}
+
+    def setup(self, cluster: Any) -> None:  # harness.cluster.Cluster: its inventory's brokers
+        self.broker_of = {n.name: n.broker_id for n in cluster.inv.brokers}
+
+    def _brokers(self, op: FaultOp) -> list[int]:
+        unknown = [t for t in op.targets if t not in self.broker_of]
+        if unknown or not op.targets:
+            raise ValueError(f"{op.f}: targets must be brokers, not {', '.join(unknown) or '(none)'}")
+        return sorted(self.broker_of[t] for t in op.targets)
+
+    def invoke(self, op: FaultOp) -> dict[str, Any]:
+        if op.phase == "start":
+            ids = self.install(op.f, [control_rule(op.f, self._brokers(op), op.params)])
+            return {"rule_ids": ids}
+        removed = self.remove(op.f)
+        out: dict[str, Any] = {"rules_removed": removed}
+        if op.f == "hold_control":  # a removed rule holds nothing more; what it held goes now, late
+            client = self.need_client(op.f)
+            out["released"] = sum(client.release(rid) for rid in removed)
+        return out
+
+    def heal(self) -> dict[str, Any]:
+        out = super().heal()
+        client = self.client
+        if client is not None:
+            out["released"] = client.release()
+        return out
