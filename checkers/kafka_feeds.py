@@ -13,8 +13,10 @@ as ``unknown`` with the reason (``results.feeds``); the verdict is over the chec
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from checkers.project import CHECKER_NAMES
+from checkers.result import worst
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,10 @@ UNKNOWN: dict[str, str] = {
     "register_linearizable": "the register workload speaks the agents' protocol only",
 }
 LOG = "broker log (base.kafkalog) and the observer's znode reads"
+# before 2.2 a registration's log line names neither its epoch nor its session
+WIRE_REGISTRATIONS = ("; before 2.2 each registration's session and epoch are the ZooKeeper proxy's create of "
+                      "its znode (base.kafkalog.with_wire_registrations)")
+NO_WIRE_REGISTRATIONS = "; no session or epoch in the log before 2.2 and no ZooKeeper proxy: it says unknown itself"
 
 
 def version_tuple(version: str) -> tuple[int, int]:
@@ -65,11 +71,8 @@ def kafka_feeds(version: str, *, kafkaproxy: bool, zkproxy: bool, queue: bool) -
     for name in CHECKER_NAMES:
         if name in UNKNOWN:
             out[name] = Feed(unknown=UNKNOWN[name])
-        elif name == "registration_epochs":
-            out[name] = Feed(LOG + ("" if epochs else "; no epoch in the log before 2.2: it says unknown itself"))
-        elif name == "registration_liveness":
-            out[name] = Feed(LOG + ("" if epochs else "; no session or epoch in the log before 2.2: it says unknown "
-                                                      "itself"))
+        elif name in ("registration_epochs", "registration_liveness"):
+            out[name] = Feed(LOG + ("" if epochs else WIRE_REGISTRATIONS if zkproxy else NO_WIRE_REGISTRATIONS))
         elif name == "control_request_epochs":
             out[name] = Feed("Kafka proxy: LeaderAndIsr/UpdateMetadata/StopReplica answers as control_recv, the "
                              "broker's own epoch from its log" + ("" if epochs else "; no broker epoch before 2.2 "
@@ -91,3 +94,23 @@ def kafka_feeds(version: str, *, kafkaproxy: bool, zkproxy: bool, queue: bool) -
 
 def fed(feeds: dict[str, Feed]) -> tuple[str, ...]:
     return tuple(n for n, f in feeds.items() if f.fed_from)
+
+
+def as_the_run_judged(result: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """``result`` of every checker over a stored run's history (``harness check RUN_DIR``), judged as
+    the run was: on a run of real brokers (its ``run.json`` names ``kafka``) only the checkers it fed
+    count; the others are left out of the verdict and listed in ``feeds``, unknown with why (a
+    checker given nothing would say valid). Any other run's result is returned as it is."""
+    kafka = run.get("kafka")
+    if not isinstance(kafka, dict) or not isinstance(kafka.get("version"), str):
+        return result
+    feeds = kafka_feeds(kafka["version"], kafkaproxy=bool(run.get("kafkaproxy")),
+                        zkproxy=run.get("zkproxy") not in (None, "off", False) or bool(run.get("pipeline_zkproxy")),
+                        queue=run.get("workload") == "queue")
+    kept = {n: c for n, c in result.get("checkers", {}).items() if n not in feeds or feeds[n].fed_from}
+    valid = worst(*(c["valid"] for c in kept.values()))
+    if result.get("stats", {}).get("damaged_lines"):  # skipped lines: never more than unknown
+        valid = worst(valid, "unknown")
+    return {**result, "valid": valid, "checkers": kept,
+            "anomalies": [a for a in result.get("anomalies", []) if a.get("checker") in kept],
+            "feeds": {n: f.as_dict() for n, f in feeds.items()}}

@@ -195,6 +195,14 @@ def run(args: argparse.Namespace) -> int:
         if str(hist) not in results:  # skipped above: its row is already there
             continue
         r = results[str(hist)]
+        if store is not None and (store / "run.json").is_file():  # a run of real brokers: what it fed
+            from checkers.kafka_feeds import as_the_run_judged
+
+            try:
+                run = json.loads((store / "run.json").read_text())
+            except (OSError, ValueError) as e:
+                raise UsageError(f"{store / 'run.json'}: not readable as JSON ({e})") from None
+            r = as_the_run_judged(r, run if isinstance(run, dict) else {})
         row = {"path": str(store or hist), "format": fmt, **r}
         rows.append(row)
         if args.write and store is not None:

@@ -157,3 +157,25 @@ def test_a_salvaged_run_maps_its_proxys_frames_as_a_finished_one_does(tmp_path: 
     merged = [(e.src, e.f) for e in read_events(tmp_path / "run" / "history.jsonl")]
     assert merged[:4] == [("kafkaproxy", "kafka_frame"), ("kafkawire", "control_send"),
                           ("kafkaproxy", "kafka_frame"), ("kafkawire", "control_recv")], merged
+
+
+def test_harness_check_of_a_stored_kafka_run_counts_only_what_the_run_fed() -> None:
+    """`harness check RUN_DIR` runs every checker; on a run of real brokers a checker given nothing
+    finds nothing and says valid. Judged as the run was, those are left out of the verdict and listed
+    as unknown with why; an agents' run is returned as it is."""
+    from checkers.kafka_feeds import as_the_run_judged
+
+    result = {"valid": False, "stats": {"events": 9},
+              "checkers": {"registration_liveness": {"valid": True}, "bounce_handling": {"valid": False},
+                           "queue_duplicate": {"valid": True}},
+              "anomalies": [{"checker": "bounce_handling", "message": "m", "event_ids": []}]}
+    run = {"kafka": {"version": "3.9.1", "zk_socket": "nio", "zk_hosts": None}, "kafkaproxy": False,
+           "zkproxy": "off", "workload": "none"}
+    got = as_the_run_judged(result, run)
+    assert got["valid"] is True and list(got["checkers"]) == ["registration_liveness"] and got["anomalies"] == []
+    assert got["feeds"]["bounce_handling"]["valid"] == "unknown" and got["feeds"]["bounce_handling"]["reason"]
+    assert got["feeds"]["queue_duplicate"] == {"valid": "unknown", "reason": "no queue workload in this run "
+                                                                             "(--workload queue)"}
+    damaged = as_the_run_judged({**result, "stats": {"damaged_lines": 1}}, run)
+    assert damaged["valid"] == "unknown"
+    assert as_the_run_judged(result, {"kafka": None}) is result
