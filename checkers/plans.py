@@ -25,6 +25,7 @@ import json
 import os
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -99,8 +100,12 @@ class _PlanSet:
     jobs: dict[str, DataFrame]
 
 
-_plan_sets: dict[tuple[int, tuple[str, ...], str], list[_PlanSet]] = {}
+# free sets by (session, checkers, frame schema), least recently used first; a process keeps at
+# most MAX_PLAN_SETS (a set's plans hold a few MB of the driver's heap; a check server or a campaign
+# checks with one group of checkers, a test session with many)
+_plan_sets: OrderedDict[tuple[int, tuple[str, ...], str], list[_PlanSet]] = OrderedDict()
 _plan_sets_lock = threading.Lock()
+MAX_PLAN_SETS = 8
 SLOTS_ENV = "HARNESS_PLAN_REUSE"  # "off": every small check builds its plans again (the jobs are the same)
 
 
@@ -153,6 +158,12 @@ def _run_on_slot(checkers: Sequence[PlanChecker], frame: DataFrame) -> list[Any]
         slots.clear(plan_set.slot)
         with _plan_sets_lock:
             _plan_sets.setdefault(key, []).append(plan_set)
+            _plan_sets.move_to_end(key)
+            while sum(map(len, _plan_sets.values())) > MAX_PLAN_SETS:
+                oldest = next(iter(_plan_sets))
+                _plan_sets[oldest].pop(0)
+                if not _plan_sets[oldest]:
+                    del _plan_sets[oldest]
     return got
 
 

@@ -581,10 +581,12 @@ def test_max_broker_epoch_reads_no_request_it_cannot_pair_on_large_input(spark) 
     would otherwise run beside the query and after its answer."""
     from checkers.fencing import MAX_BROKER_EPOCH
 
-    rows = [("h", "agent:2/1", "control_recv", 2, "r1", "applied", "LeaderAndIsr", None, 5, None, None),
-            ("h", "agent:1/1", "control_send", 1, "r1", None, "LeaderAndIsr", None, None, 2, {"2": 5})]
+    # an agent's receive: the receiving broker is its node (a real broker's names it in broker_id)
+    rows = [("h", "agent:2/1", "control_recv", 2, "r1", "applied", "LeaderAndIsr", None, 5, None, None, None),
+            ("h", "agent:1/1", "control_send", 1, "r1", None, "LeaderAndIsr", None, None, 2, {"2": 5}, None)]
     schema = ("hist string, id string, f string, node long, v_request_id string, v_outcome string, v_kind string, "
-              "v_max_broker_epoch long, v_own_epoch long, v_target long, v_epoch_map map<string,long>")
+              "v_max_broker_epoch long, v_own_epoch long, v_target long, v_epoch_map map<string,long>, "
+              "v_broker_id long")
     frame = spark.createDataFrame(rows, schema)
     plan = MAX_BROKER_EPOCH.plan(frame)
     assert plan.count() == 0 and "control_send" not in plan._jdf.queryExecution().optimizedPlan().toString()

@@ -63,7 +63,9 @@ def test_stop_ends_the_process_whatever_it_does_with_sigterm(tmp_path: Path, scr
         os.killpg(pid, signal.SIGSTOP)
         wait_for(lambda: control.state(pidfile) is ProcState.PAUSED, 10, "the process to be paused")
     assert control.stop(pidfile, grace=1.0) is True
-    assert _group_gone(pid) and control.state(pidfile) is ProcState.STOPPED
+    # a member killed last may still be on its way out when stop returns (seen once in CI, under load)
+    wait_for(lambda: _group_gone(pid), 5, "every process of the group to end")
+    assert control.state(pidfile) is ProcState.STOPPED
 
 
 def test_stop_with_nothing_running_says_so(tmp_path: Path, shell: str) -> None:

@@ -34,10 +34,10 @@ duration = 7.0
 
 
 def harness_run(engine, tmp_path: Path, test: str, *flags: str, exit_code: int = 0) -> Path:  # noqa: ANN001
-    """`harness run --brokers kafka:3.9.1 FLAGS` on the session's warm engine (its Spark session kept;
-    a cluster of this shape kept between this module's runs), stored under ``tmp_path``; asserts its
-    exit code and returns the run's directory (``store/<test>/<time>``). The campaign test below
-    runs the CLI on an engine of its own, from a cold start."""
+    """`harness run --brokers kafka:3.9.1 FLAGS` on ``engine``, the session's warm one (its Spark session
+    kept; a cluster of this shape kept between this module's runs), or None: an engine of its own,
+    its cluster started cold; stored under ``tmp_path``. Asserts the exit code and returns the run's
+    directory (``store/<test>/<time>``). The campaign test below runs the CLI from a cold start."""
     from tests.runs import run_test
 
     fetch_kafka("3.9.1")
@@ -166,8 +166,7 @@ duration = 8.0
 """
 
 
-def test_acks_1_loses_acknowledged_writes_when_the_leader_dies_before_its_followers_fetch(warm_engine,  # noqa: ANN001
-                                                                                         tmp_path):
+def test_acks_1_loses_acknowledged_writes_when_the_leader_dies_before_its_followers_fetch(tmp_path):
     """Issue 43's expected loss: with acks=1 a leader acknowledges before any follower has the
     record. Its followers paused (still in the ISR: 2.5 s is far below replica.lag.time.max.ms), b1 —
     the leader of one of the three partitions — acknowledges sends, then is killed; a follower becomes
@@ -175,7 +174,9 @@ def test_acks_1_loses_acknowledged_writes_when_the_leader_dies_before_its_follow
     schedule = tmp_path / "acks1.toml"
     schedule.write_text(ACKS1_LEADER_LOSS)
     # exit 1, invalid: the run found what it lost
-    run_dir = harness_run(warm_engine, tmp_path, "acks1", "--workload", "queue", "--acks", "1", "--schedule",
+    # on a cluster of its own, started cold (engine None), as it always passed: on the warm cluster
+    # the queue test left, one CI run lost nothing (left for a targeted look: bench/RESULTS.md)
+    run_dir = harness_run(None, tmp_path, "acks1", "--workload", "queue", "--acks", "1", "--schedule",
                           str(schedule), "--time-limit", "16", "--test", "acks1", exit_code=1)
     results = json.loads((run_dir / "results.json").read_text())
     events = history(run_dir)
