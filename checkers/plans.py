@@ -97,7 +97,7 @@ class _PlanSet:
 
     spark: SparkSession
     slot: str
-    jobs: dict[str, DataFrame]
+    jobs: dict[str, DataFrame | None]  # None: its plan shuffles, so it is built for every check
 
 
 # free sets by (session, checkers, frame schema), least recently used first; a process keeps at
@@ -132,23 +132,25 @@ def _run_on_slot(checkers: Sequence[PlanChecker], frame: DataFrame) -> list[Any]
     the first history's rows to the next."""
     spark = frame.sparkSession
     key = (id(spark), tuple(c.name for c in checkers), frame.schema.json())
-    with _plan_sets_lock:
-        free = [s for s in _plan_sets.get(key, []) if s.spark is spark]
+    with _plan_sets_lock:  # no key holds an empty list
+        free = [s for s in _plan_sets.pop(key, []) if s.spark is spark]
         plan_set = free.pop() if free else _PlanSet(spark, uuid.uuid4().hex, {})
-        _plan_sets[key] = free
+        if free:
+            _plan_sets[key] = free
     slots = spark.sparkContext._jvm.zkfence.Slots  # type: ignore[union-attr]
     try:
         slots.fill(plan_set.slot, frame._jdf)
 
         def run(c: PlanChecker) -> list[Any]:
             job = plan_set.jobs.get(c.name)
-            if job is None:
-                job = _slot_job(frame, plan_set.slot, c)
-                rows = job.collect()
-                if not _shuffles(job):  # a shuffle's output would be read again by the next run
-                    plan_set.jobs[c.name] = job
-                return rows
-            return job.collect()
+            if job is not None:
+                return job.collect()
+            built = c.name in plan_set.jobs  # known to shuffle: built again, not looked at again
+            job = _slot_job(frame, plan_set.slot, c)
+            rows = job.collect()
+            if not built:  # a shuffle's output would be read again by the next run
+                plan_set.jobs[c.name] = None if _shuffles(job) else job
+            return rows
 
         got = [r for rows in _pool().map(run, checkers) for r in rows]
     except BaseException:
