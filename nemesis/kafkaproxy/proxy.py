@@ -36,7 +36,6 @@ from nemesis.kafkaproxy.codec import (
 from nemesis.kafkaproxy.rules import DIALECT, KafkaFrameInfo
 from nemesis.wireproxy.conn import WireConn
 from nemesis.wireproxy.proxy import BeforeWrite, ListenerSpec, WireProxy
-from nemesis.wireproxy.rules import Rule
 
 MAX_PENDING = 10_000  # requests awaiting a response on one connection (acks=0 produces get none)
 
@@ -74,20 +73,12 @@ class KafkaProxy(WireProxy):
     DIALECT = DIALECT
     conns: dict[int, KafkaConn]  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        listeners: list[ListenerSpec],
-        events: EventWriter,
-        *,
-        broker_ids: list[int | None] | None = None,
-        rules: list[Rule] | None = None,
-        seed: int = 0,
-        held_on_close: str = "deliver",
-        max_frame: int = KAFKA_MAX_FRAME,
-        connect_timeout_s: float = 5.0,
-    ) -> None:
-        super().__init__(listeners, events, rules=rules, seed=seed, held_on_close=held_on_close,
-                         max_frame=max_frame, connect_timeout_s=connect_timeout_s)
+    MAX_FRAME = KAFKA_MAX_FRAME
+
+    def __init__(self, listeners: list[ListenerSpec], events: EventWriter, *,
+                 broker_ids: list[int | None] | None = None, **options: Any) -> None:
+        """``options``: ``WireProxy``'s (rules, seed, held_on_close, max_frame, connect_timeout_s)."""
+        super().__init__(listeners, events, **options)
         ids = list(broker_ids or [])
         if len(ids) > len(listeners):
             raise ValueError(f"{len(ids)} broker ids for {len(listeners)} listeners")

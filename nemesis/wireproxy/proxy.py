@@ -78,6 +78,7 @@ class WireProxy:
     (and may add ``conn_fields``, ``close_fields``, ``stop_fields``)."""
 
     DIALECT: Dialect  # the protocol's match keys and actions (the control API parses rules with it)
+    MAX_FRAME: int  # the protocol's largest frame, unless ``max_frame`` says otherwise
 
     def __init__(
         self,
@@ -87,9 +88,10 @@ class WireProxy:
         rules: list[Rule] | None = None,
         seed: int = 0,
         held_on_close: str = "deliver",
-        max_frame: int,
+        max_frame: int | None = None,
         connect_timeout_s: float = 5.0,
     ) -> None:
+        max_frame = self.MAX_FRAME if max_frame is None else max_frame
         if held_on_close not in HELD_ON_CLOSE:
             raise ValueError(f"held_on_close must be one of {HELD_ON_CLOSE}")
         if isinstance(max_frame, bool) or not isinstance(max_frame, int) or not 0 < max_frame < 2**31:

@@ -25,7 +25,7 @@ from nemesis.wireproxy.conn import Item, WireConn
 from nemesis.wireproxy.proxy import HELD_ON_CLOSE, ListenerSpec, WireProxy
 from nemesis.zkproxy.conn import CLOSED, CLOSING, HANDSHAKE, RAW, Conn
 from nemesis.zkproxy.inspector import FrameInspector
-from nemesis.zkproxy.rules import DIALECT, FrameInfo, Rule
+from nemesis.zkproxy.rules import DIALECT, FrameInfo
 from zkwire.constants import PROXY_MAX_FRAME, is_four_letter_word
 from zkwire.framing import read_frame
 from zkwire.jute import ProtocolError
@@ -38,20 +38,11 @@ class ZkProxy(WireProxy):
 
     conns: dict[int, Conn]  # type: ignore[assignment]
     DIALECT = DIALECT
+    MAX_FRAME = PROXY_MAX_FRAME
 
-    def __init__(
-        self,
-        listeners: list[ListenerSpec],
-        events: EventWriter,
-        *,
-        rules: list[Rule] | None = None,
-        seed: int = 0,
-        held_on_close: str = "deliver",
-        max_frame: int = PROXY_MAX_FRAME,
-        connect_timeout_s: float = 5.0,
-    ) -> None:
-        super().__init__(listeners, events, rules=rules, seed=seed, held_on_close=held_on_close,
-                         max_frame=max_frame, connect_timeout_s=connect_timeout_s)
+    def __init__(self, listeners: list[ListenerSpec], events: EventWriter, **options: Any) -> None:
+        """``options``: ``WireProxy``'s (rules, seed, held_on_close, max_frame, connect_timeout_s)."""
+        super().__init__(listeners, events, **options)
         self.sessions: dict[int, dict[str, Any]] = {}
         self.inspector = FrameInspector(self.emit, self.sessions)
 
