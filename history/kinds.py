@@ -57,6 +57,7 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "debug": "bool", "own_epoch": "int", "max_controller_epoch_seen": "int", "outcome": "str",
     "error_code": "int", "partition_errors": "json", "cached_epoch": "int", "leader_moves": "json",
     "stop_replicas": "json", "remaining_leaders": "json", "remaining_partitions": "json",
+    "broker_epoch_from": "str", "cached_epoch_from": "str", "replay": "bool", "replay_of": "int",
     # partitions and data
     "topic": "str", "partition": "int", "role": "str", "leader": "int", "leader_epoch": "int", "isr": "ints",
     "zk_version": "int", "leo": "int", "hw": "int", "deleted": "bool", "to_offset": "int", "dropped": "json",
@@ -142,7 +143,7 @@ OPS = "invoke ok fail info"
 FAULTS = (
     "isolate", "cut", "partition", "net_partition", "latency", "bandwidth", "reset_peer", "slow_close", "kill", "pause", "shutdown",
     "bounce", "fast_bounce", "wipe", "zk_rules", "hold_controller", "hold_alter_partition", "delay_request",
-    "hold_control", "drop_control", "delay_alter_partition",
+    "hold_control", "drop_control", "delay_alter_partition", "replay_control",
 )
 _FAULT_FIELDS = (
     "phase stage targets error reason instant seed result:json links toxics_removed grudge_map stream grudge direction "
@@ -233,9 +234,9 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
                       "action rule_id delay_ms held_ms p_draw req_seq latency_ms multi_errs multi_failed "
                       "created_paths parse_error timeout_ms last_zxid_seen read_only protocol_version "
                       "expired connect_result client_closed ephemeral flags event_type event_name"),
-    _wireproxy("conn_open", "conn upstream listener client upstream_local error"),
+    _wireproxy("conn_open", "conn upstream listener client upstream_local error replay"),
     _wireproxy("conn_close", "conn upstream closed_first reason state blackhole bytes:json frames pending "
-                           "session_id"),
+                           "session_id replay"),
     _zkproxy("session_established", "conn upstream session_id requested_session_id new:bool "
                                     "negotiated_timeout_ms frame_seq forwarded_to_client connect_result"),
     _zkproxy("session_orphaned", "conn upstream session_id frame_seq reason"),
@@ -262,7 +263,8 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _kind("kafka_frame", KAFKAPROXY, "event",
           "conn upstream dir kind bytes api api_key api_version correlation_id client_id decoded parse_error "
           "src_broker dst_broker controller_id controller_epoch broker_epoch replica_id partitions "
-          "partition_count errors error action rule_id delay_ms held_ms hold_ms copies p_draw req_seq latency_ms"),
+          "partition_count errors error action rule_id delay_ms held_ms hold_ms copies p_draw req_seq latency_ms "
+          "replay_of"),
 )})
 
 

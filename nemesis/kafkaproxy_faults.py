@@ -8,6 +8,13 @@ control-plane faults of real Kafka brokers (docs/nemesis.md), each one rule of t
   ``HOLD_CAP_MS``, below the controller's 30 s socket timeout, past which it would reconnect and
   resend, and the held copy would be discarded with its connection).
 * ``drop_control``: drop those requests (the controller times each out and resends it).
+* ``replay_control``: capture (forward, and keep a copy of) the first request of ``api`` (default
+  StopReplica) the controller sends to the target brokers, or, for ControlledShutdown, that they
+  send to the controller; ``stop`` removes the rule and replays the copy on a new connection the
+  proxy opens to the broker it went to (``/replay``): the request arrives again, late, which a
+  held request cannot do on a real broker without stalling its sender (the controller's request
+  thread waits for the held answer and reconnects after 30 s; a broker's controlled shutdown
+  retries with long timeouts).
 * ``delay_alter_partition``: delay the target brokers' AlterPartition (AlterIsr before 3.2) requests
   to the controller by ``delay_ms``.
 
@@ -22,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nemesis.base import FaultOp
-from nemesis.registry import ALTER_DELAY_MS, HOLD_CAP_MS, KAFKA_CONTROL_APIS, faults_of
+from nemesis.registry import ALTER_DELAY_MS, HOLD_CAP_MS, KAFKA_CONTROL_APIS, REPLAY_APIS, faults_of
 from nemesis.wire_faults import WireRulesNemesis
 from nemesis.wireproxy.client import WireProxyClient
 
@@ -33,6 +40,16 @@ def control_rule(f: str, brokers: list[int], params: dict[str, Any]) -> dict[str
         delay = float(params.get("delay_ms", ALTER_DELAY_MS))
         return {"match": {"api": "AlterPartition", "kind": "request", "src_broker": brokers},
                 "action": {"type": "delay", "delay_ms": delay}, "comment": f}
+    if f == "replay_control":
+        api = params.get("api", "StopReplica")
+        if api not in REPLAY_APIS:
+            raise ValueError(f"{f}: api must be one of {', '.join(REPLAY_APIS)}, got {api!r}")
+        # a controller's request goes TO the targets; a ControlledShutdown comes FROM them
+        m: dict[str, Any] = {"api": api, "kind": "request",
+                             "src_broker" if api == "ControlledShutdown" else "dst_broker": brokers}
+        if api != "ControlledShutdown":  # it names no partition
+            m.update({k: params[k] for k in ("topic", "partition") if params.get(k) is not None})
+        return {"match": m, "action": "capture", "budget": {"times": 1}, "comment": f}
     match = {"api": list(KAFKA_CONTROL_APIS), "kind": "request", "dst_broker": brokers}
     if f == "drop_control":
         return {"match": match, "action": "drop", "comment": f}
@@ -65,6 +82,9 @@ class KafkaProxyNemesis(WireRulesNemesis):
             return {"rule_ids": ids}
         removed = self.remove(op.f)
         out: dict[str, Any] = {"rules_removed": removed}
+        if op.f == "replay_control":  # the copies outlive their rule: replay each rule's now
+            client = self.need_client(op.f)
+            out["replayed"] = [r for rid in removed for r in client.replay(rid)]
         if op.f == "hold_control":  # a removed rule holds nothing more; what it held goes now, late
             client = self.need_client(op.f)
             out["released"] = sum(client.release(rid) for rid in removed)

@@ -47,6 +47,7 @@ HOLD_CAP_MS = 25000
 ALTER_DELAY_MS = 2000
 KAFKA_CONTROL_APIS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
 CONTROL_KINDS = ("StopReplica", "LeaderAndIsr", "UpdateMetadata")  # what a controller's delay_request may build
+REPLAY_APIS = (*KAFKA_CONTROL_APIS, "ControlledShutdown")  # what replay_control may capture and replay
 _LINK_KIND = {"kind": ("agent-zk", "agent-agent")}
 _GRUDGE = {"grudge": ("isolate", "halves", "bridge", "majorities-ring"), "direction": ("both", "one-way")}
 
@@ -107,6 +108,11 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
               help="drop the controller's LeaderAndIsr/UpdateMetadata/StopReplica to the target brokers (the "
                    "controller resends after its 30 s socket timeout); stop removes the rule",
               package=("one-broker",)),
+    FaultSpec("replay_control", "kafkaproxy", role="broker", params={"api": str, "topic": str, "partition": int},
+              choices={"api": REPLAY_APIS},
+              help="capture (and forward) the first request of `api` (default StopReplica) the controller sends "
+                   "to the target brokers, or (ControlledShutdown) the targets send; stop replays it on a new "
+                   "connection to the broker it went to: a late duplicate"),
     FaultSpec("delay_alter_partition", "kafkaproxy", role="broker", params={"delay_ms": NUM},
               help="delay the target brokers' AlterPartition/AlterIsr to the controller by delay_ms (default "
                    f"{ALTER_DELAY_MS} ms); stop removes the rule", package=("one-broker",)),

@@ -8,6 +8,13 @@ decodes a *copy* of each with ``nemesis.kafkaproxy.codec``, matches responses to
 correlation id (a broker answers a connection's requests in order, and a client never reuses a
 correlation id in flight), and writes one ``kafka_frame`` event per frame.
 
+Replay (``capture`` rules, the control API's ``/replay``): the captured requests are written on a
+new connection the proxy opens to the same listener's upstream (a broker takes a controller request
+or a ControlledShutdown on any inter-broker connection: PLAINTEXT, no authentication), each
+answer read before the next is sent; request and answer are ``kafka_frame`` events with
+``action: replay`` and ``replay_of`` (the captured frame's seq), on a connection ordinal of their
+own, between a ``conn_open`` and a ``conn_close`` marked ``replay``.
+
 Total: an unknown API key or version, or bytes that do not decode, are forwarded untouched and
 logged with ``decoded: false`` and a ``parse_error``; only a size prefix that is negative or over
 ``max_frame`` closes the connection (``protocol_error``), as a broker would.
@@ -35,9 +42,10 @@ from nemesis.kafkaproxy.codec import (
 )
 from nemesis.kafkaproxy.rules import DIALECT, KafkaFrameInfo
 from nemesis.wireproxy.conn import WireConn
-from nemesis.wireproxy.proxy import BeforeWrite, ListenerSpec, WireProxy
+from nemesis.wireproxy.proxy import BeforeWrite, Captured, ListenerSpec, ReplayError, WireProxy
 
 MAX_PENDING = 10_000  # requests awaiting a response on one connection (acks=0 produces get none)
+REPLAY_ANSWER_S = 15.0  # a replayed request's answer: a broker answers a control request in milliseconds
 
 
 @dataclass(slots=True)
@@ -101,6 +109,76 @@ class KafkaProxy(WireProxy):
 
     def listeners_info(self) -> list[dict[str, Any]]:
         return [{**d, "broker_id": self.broker_ids[d["index"]]} for d in super().listeners_info()]
+
+    # --- replay -------------------------------------------------------------------------------
+
+    async def replay_frames(self, listener: int, frames: list[Captured]) -> list[dict[str, Any]]:
+        spec = self.specs[listener]
+        self._next_conn += 1
+        c = self.new_conn(self._next_conn, listener, spec.upstream, "replay")
+        try:
+            r, w = await asyncio.wait_for(asyncio.open_connection(spec.upstream_host, spec.upstream_port),
+                                          self.connect_timeout_s)
+        except (TimeoutError, OSError) as e:
+            self.emit("conn_open", conn=c.ordinal, upstream=c.upstream, listener=listener, client="replay",
+                      replay=True, error=f"upstream connect failed: {e!r}")
+            raise ReplayError(f"replay: cannot connect to {spec.upstream}: {e!r}") from None
+        local = w.get_extra_info("sockname") or ("?", 0)
+        self.emit("conn_open", conn=c.ordinal, upstream=c.upstream, listener=listener, client="replay", replay=True,
+                  upstream_local=f"{local[0]}:{local[1]}")
+        out: list[dict[str, Any]] = []
+        reason = "done"
+        try:
+            for cap in frames:
+                out.append(await self._replay_one(c, cap, r, w))
+        except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError) as e:
+            reason = f"{type(e).__name__}: {e}"[:200]
+            out.append({"replay_of": None, "error": f"replay connection failed: {reason}"})
+        finally:
+            w.close()
+            self.emit("conn_close", conn=c.ordinal, upstream=c.upstream, closed_first="proxy", reason=reason,
+                      replay=True, frames=dict(c.frames), bytes=dict(c.nbytes), pending=c.npending)
+        return out
+
+    async def _replay_one(self, c: KafkaConn, cap: Captured, r: asyncio.StreamReader,
+                          w: asyncio.StreamWriter) -> dict[str, Any]:
+        """One captured request written again, and its answer read: both logged as the proxy logs any frame."""
+        body = cap.data[4:]
+        c.frames["c2s"] += 1
+        c.nbytes["c2s"] += len(cap.data)
+        info = KafkaFrameInfo(conn=c.ordinal, upstream=c.listener, upstream_addr=c.upstream, dir="c2s",
+                              kind="request", dst_broker=c.broker_id)
+        ev: dict[str, Any] = {"conn": c.ordinal, "upstream": c.upstream, "dir": "c2s", "kind": "request",
+                              "bytes": len(cap.data), "dst_broker": c.broker_id}
+        push, set_seq = self._request(c, body, info, ev)
+        ev.update(action="replay", replay_of=cap.seq)
+        if cap.rule_id is not None:
+            ev["rule_id"] = cap.rule_id
+        seq = self.emit_frame(ev)
+        if set_seq is not None:
+            set_seq(seq, True)
+        if push is not None:
+            push()
+        w.write(cap.data)
+        await w.drain()
+        result: dict[str, Any] = {"replay_of": cap.seq, "request_seq": seq, "api": ev.get("api")}
+        if push is None:  # no answer comes (acks=0)
+            return result
+        prefix = await asyncio.wait_for(r.readexactly(4), REPLAY_ANSWER_S)
+        size = int.from_bytes(prefix, "big", signed=True)
+        if size < 0 or size > self.max_frame:
+            raise ConnectionError(f"answer frame size {size} outside [0, {self.max_frame}]")
+        answer = await asyncio.wait_for(r.readexactly(size), REPLAY_ANSWER_S) if size else b""
+        c.frames["s2c"] += 1
+        c.nbytes["s2c"] += 4 + size
+        rinfo = KafkaFrameInfo(conn=c.ordinal, upstream=c.listener, upstream_addr=c.upstream, dir="s2c",
+                               kind="response", dst_broker=c.broker_id)
+        rev: dict[str, Any] = {"conn": c.ordinal, "upstream": c.upstream, "dir": "s2c", "kind": "response",
+                               "bytes": 4 + size, "dst_broker": c.broker_id}
+        self._response(c, answer, rinfo, rev)
+        rev.update(action="replay", replay_of=cap.seq)
+        result.update(response_seq=self.emit_frame(rev), error=rev.get("error"), errors=rev.get("errors"))
+        return result
 
     # --- reader -------------------------------------------------------------------------------
 

@@ -101,6 +101,19 @@ class WireProxyClient:
         return self._call("POST", "/release" + (f"/{rule_id}" if rule_id else ""))["released"]
 
 
+    def captured(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/captured")
+
+    def replay(self, rule_id: str | None = None) -> list[dict[str, Any]]:
+        """Re-send captured requests (all, or those ``rule_id`` captured) on a new upstream connection;
+        one entry per request: ``replay_of`` (the captured frame's seq), its answer's ``error``."""
+        saved, self.timeout = self.timeout, max(self.timeout, 70.0)  # the proxy waits for each answer
+        try:
+            return self._call("POST", "/replay" + (f"/{rule_id}" if rule_id else ""))["replayed"]
+        finally:
+            self.timeout = saved
+
+
 def read_ready_file(path: str | Path, timeout: float = 15.0, proc: subprocess.Popen[Any] | None = None,
                     name: str = "zkproxy") -> dict:
     p = Path(path)

@@ -21,6 +21,11 @@ from one thread. Endpoints (JSON in, JSON out; errors are ``{"error": "one line"
     GET    /held                        [{"frame_seq", "conn", "dir", "rule_id", "bytes"}]: frames a hold keeps
     POST   /release                     release every held frame -> {"released": n}
     POST   /release/<rule_id>           release the frames that rule holds -> {"released": n}
+    GET    /captured                    [{"frame_seq", "listener", "dir", "rule_id", "bytes"}]: frames a capture kept
+    POST   /replay                      re-send every captured request on a new upstream connection ->
+                                        {"replayed": [{"replay_of", "request_seq", "response_seq", "api", "error"}]}
+    POST   /replay/<rule_id>            the same for the frames that rule captured (400: nothing captured, or a
+                                        proxy whose protocol cannot replay)
 
 Total on hostile input: every malformed request gets a 4xx and a one-line ``{"error": ...}`` (never
 a 500, 501 or an HTML page): an unknown path 404, a known path with another method 405, a body that
@@ -43,7 +48,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from nemesis.wireproxy.proxy import WireProxy
+from nemesis.wireproxy.proxy import ReplayError, WireProxy
 from nemesis.wireproxy.rules import Dialect, Rule, RuleError, parse_rules
 
 
@@ -60,6 +65,7 @@ class _HttpError(Exception):
 MAX_BODY = 1 << 20  # a rules document is a few KiB
 MAX_DEPTH = 32  # JSON nesting: a rule is 3 deep; a deeper document is an attack on the stack
 MAX_ERROR = 300  # characters of an error message
+REPLAY_TIMEOUT_S = 60.0  # a replay waits for each answer (nemesis.kafkaproxy.proxy.REPLAY_ANSWER_S)
 
 
 def one_line(msg: str) -> str:
@@ -137,6 +143,7 @@ ROUTES: tuple[tuple[str, tuple[str | None, ...]], ...] = (
     ("DELETE", ("rules",)), ("DELETE", ("rules", None)), ("POST", ("arm", None)), ("POST", ("disarm", None)),
     ("GET", ("armed",)), ("GET", ("connections",)), ("POST", ("connections", None, "close")),
     ("GET", ("sessions",)), ("GET", ("held",)), ("POST", ("release",)), ("POST", ("release", None)),
+    ("GET", ("captured",)), ("POST", ("replay",)), ("POST", ("replay", None)),
 )
 
 
@@ -219,6 +226,13 @@ class ControlServer:
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout=10)
 
+    def _replay(self, rule_id: str | None) -> Any:
+        try:
+            return asyncio.run_coroutine_threadsafe(self.proxy.replay(rule_id), self.loop).result(
+                timeout=REPLAY_TIMEOUT_S)
+        except ReplayError as e:
+            raise _HttpError(400, str(e)) from None
+
     # --- routes -------------------------------------------------------------------------------
 
     def handle(self, method: str, path: str, body: Any) -> tuple[int, Any]:
@@ -275,6 +289,12 @@ class ControlServer:
             return {"released": self._on_loop(p.release, None)}
         if route == ("POST", ("release", None)):
             return {"released": self._on_loop(p.release, params[0])}
+        if route == ("GET", ("captured",)):
+            return self._on_loop(p.captured_info)
+        if route == ("POST", ("replay",)):
+            return {"replayed": self._replay(None)}
+        if route == ("POST", ("replay", None)):
+            return {"replayed": self._replay(params[0])}
         raise AssertionError(f"route {route} has no handler")  # pragma: no cover - ROUTES and this agree
 
     def _make_handler(self) -> type[BaseHTTPRequestHandler]:

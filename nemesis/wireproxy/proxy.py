@@ -8,7 +8,10 @@ logs one frame event (the subclass's ``emit_frame``), and queues the original by
 ``release_at = max(now + delay, previous release_at)``; the writer drains the queue in order, so a
 delayed frame holds back everything behind it and nothing overtakes. A *held* frame (``hold``)
 leaves the queue: later frames overtake it, and it is queued again when released (the control
-API's ``/release``, or after its ``hold_ms``).
+API's ``/release``, or after its ``hold_ms``). A *captured* frame (``capture``) is forwarded as
+``forward`` would and a copy kept: the control API's ``/replay`` sends the copies again on a new
+upstream connection of the proxy's own (``replay_frames``, the protocol's: it must read the
+answers), a late duplicate that bypasses the rules.
 
 Black-hole overlays per direction: frames read after a ``drop_then_blackhole`` are discarded (and
 logged), and a close from the far side is not passed through a black-holed direction (a partition
@@ -72,6 +75,28 @@ class Held:
     timer: asyncio.TimerHandle | None = None
 
 
+@dataclass(slots=True)
+class Captured:
+    """A frame a ``capture`` rule forwarded and kept a copy of, for ``/replay``."""
+
+    listener: int  # the listener it came through: a replay goes to the same upstream
+    dir: str
+    data: bytes
+    seq: int  # its kafka_frame/frame event
+    rule_id: str | None
+
+    def info(self) -> dict[str, Any]:
+        return {"frame_seq": self.seq, "listener": self.listener, "dir": self.dir, "rule_id": self.rule_id,
+                "bytes": len(self.data)}
+
+
+class ReplayError(Exception):
+    """A replay the proxy cannot do (its protocol has none, or nothing was captured)."""
+
+
+MAX_CAPTURED = 1000  # kept copies: a capture rule without a budget must not grow the proxy without bound
+
+
 class WireProxy:
     """The protocol-neutral proxy. Create, ``await start()``, then ``await stop()``; all methods run on
     its loop. Subclasses set ``DIALECT`` and implement ``emit_frame``, ``new_conn`` and ``readers``
@@ -108,6 +133,7 @@ class WireProxy:
         self.bound: list[tuple[str, int]] = []
         self.conns: dict[int, WireConn] = {}
         self.held: list[Held] = []
+        self.captured: list[Captured] = []
         self._next_conn = 0
         self._handlers: set[asyncio.Task[Any]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -227,6 +253,25 @@ class WireProxy:
         for h in out:
             self._release(h, "control")
         return len(out)
+
+    def captured_info(self) -> list[dict[str, Any]]:
+        return [cap.info() for cap in self.captured]
+
+    async def replay(self, rule_id: str | None = None) -> list[dict[str, Any]]:
+        """Send the captured requests (all, or those ``rule_id`` captured) again, oldest first, each
+        listener's on one new upstream connection; returns one entry per frame (its answer's event and
+        error). The copies are kept: a replay may be repeated."""
+        out = [cap for cap in self.captured if cap.dir == "c2s" and (rule_id is None or cap.rule_id == rule_id)]
+        if not out:
+            raise ReplayError(f"nothing captured{f' by rule {rule_id}' if rule_id else ''} to replay")
+        results: list[dict[str, Any]] = []
+        for li in sorted({cap.listener for cap in out}):
+            results += await self.replay_frames(li, [cap for cap in out if cap.listener == li])
+        return results
+
+    async def replay_frames(self, listener: int, frames: list[Captured]) -> list[dict[str, Any]]:
+        """The protocol's replay of ``frames`` to ``listener``'s upstream (it knows how answers are framed)."""
+        raise ReplayError(f"the {self.DIALECT.name} proxy cannot replay frames")
 
     def _release(self, h: Held, how: str) -> None:
         if h not in self.held:
@@ -378,7 +423,7 @@ class WireProxy:
         if decision.draw is not None:
             ev["p_draw"] = round(decision.draw, 6)
         q = c.queues[d]
-        if act.type in ("forward", "delay", "duplicate") or (act.type == "close" and act.when == "after"):
+        if act.type in ("forward", "delay", "duplicate", "capture") or (act.type == "close" and act.when == "after"):
             delay_s = act.delay_ms / 1000.0 if act.type == "delay" else 0.0
             release = max(loop_now + delay_s, c.last_release[d])
             c.last_release[d] = release
@@ -392,6 +437,8 @@ class WireProxy:
             if after_emit:
                 after_emit(seq, True)
             q.put_nowait(Item(release, raw, seq=seq, delayed=release > loop_now, before_write=before_write))
+            if act.type == "capture" and len(self.captured) < MAX_CAPTURED:
+                self.captured.append(Captured(c.listener, d, raw, seq, rid))
             if act.type == "duplicate":
                 for _ in range(act.copies):
                     q.put_nowait(Item(release, raw, seq=seq, delayed=True, before_write=before_write))

@@ -37,7 +37,8 @@ from typing import Any, Protocol
 from base.errors import UsageError
 
 # Every action the engine knows; a dialect offers a subset (``Dialect.actions``).
-ALL_ACTIONS = ("forward", "delay", "drop_then_blackhole", "drop_then_close", "close", "drop", "hold", "duplicate")
+ALL_ACTIONS = ("forward", "delay", "drop_then_blackhole", "drop_then_close", "close", "drop", "hold", "duplicate",
+               "capture")
 BLACKHOLE_MODES = ("s2c", "c2s", "both")
 CLOSE_WHEN = ("before", "after")
 BUDGET_KEYS = ("skip", "times", "probability", "from_ms", "until_ms", "arm")
@@ -50,6 +51,9 @@ ACTION_KEYS: dict[str, tuple[str, ...]] = {
     "drop": (),
     "hold": ("hold_ms",),  # keep the frame; later frames overtake it; release via the API or after hold_ms
     "duplicate": ("copies",),  # forward the frame, then ``copies`` more copies of it
+    # forward the frame and keep a copy: the control API's /replay re-sends it later on a connection of its
+    # own (a late duplicate of a request, without holding the sender's connection as ``hold`` does)
+    "capture": (),
 }
 RULE_KEYS = ("id", "match", "action", "budget", "unsafe", "comment")
 MAX_COPIES = 16
