@@ -148,7 +148,7 @@ FAULTS = (
 _FAULT_FIELDS = (
     "phase stage targets error reason instant seed result:json links toxics_removed grudge_map stream grudge direction "
     "latency_ms jitter_ms kind rate_kb timeout_ms delay_ms rules rule_ids rules_removed held:json released "
-    "held_requests delivered to topic partition nodes tables_removed hold_ms"
+    "held_requests delivered to topic partition nodes tables_removed hold_ms api replayed:json"
 )
 
 KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (

@@ -40,7 +40,7 @@ def test_the_derived_lists_are_the_ones_they_replaced() -> None:
     assert external_only() == {"net_partition"}
     assert roles() == {"wipe": "broker", "hold_controller": "broker", "hold_alter_partition": "broker",
                        "delay_request": "broker", "hold_control": "broker", "drop_control": "broker",
-                       "delay_alter_partition": "broker"}
+                       "delay_alter_partition": "broker", "replay_control": "broker"}
     assert len(crash_heals()) == 1 and "nft delete table" in crash_heals()[0]
 
 
