@@ -13,12 +13,21 @@
     old incarnation reaches the controller. Without KIP-380 the controller moves leaders off / stops
     replicas of the live B (``controlled_shutdown_epochs`` fires); with it, STALE_BROKER_EPOCH.
 
+On released brokers (``--kafka``; stories (b) and (c)) there is no hook inside the broker: the Kafka
+wire proxy (docs/kafkaproxy.md) sits on the inter-broker listeners, and ``replay_control`` captures
+the request as it passes (the controller's StopReplica to B during B's clean shutdown, or B's own
+ControlledShutdown) and, once the new incarnation follows again, replays it on a connection of the
+proxy's own. 2.1.1, the last release before KIP-380, sends them without a broker epoch and acts on
+them; 2.2.0 answers STALE_BROKER_EPOCH. The checkers read the answers from the proxy's frames
+(``base.kafkawire``).
+
 KIP-380 ("Detect outdated control requests and bounced brokers using broker generation"), the
 controller's side in apache/kafka ``core/src/main/scala/kafka/controller/KafkaController.scala``.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -100,6 +109,82 @@ class BounceBase(Scenario):
         return e2
 
 
+    # -- the stories on released brokers: observed through ZooKeeper and the Kafka proxy's frames ------
+
+    def frames(self, ctx: RunContext) -> list[dict[str, Any]]:
+        """The Kafka proxy's ``kafka_frame`` events so far (its event file, flushed per line)."""
+        proxy = ctx.cluster.kafkaproxy
+        if proxy is None or not proxy.events.exists():
+            return []
+        out = []
+        for line in proxy.events.read_text().splitlines():
+            try:
+                d = json.loads(line)
+            except ValueError:  # a line being written
+                continue
+            if d.get("f") == "kafka_frame":
+                out.append({"seq": d["seq"], **d["value"]})
+        return out
+
+    def isr(self, ctx: RunContext, topic: str = TOPIC) -> list[int] | None:
+        try:
+            data, _ = ctx.zk().get(f"/brokers/topics/{topic}/partitions/0/state")
+            return list(json.loads(data)["isr"])
+        except Exception:  # noqa: BLE001 - not created yet
+            return None
+
+    def wait_follower_kafka(self, ctx: RunContext, b: int, after_seq: int = 0, timeout: float = 60,
+                            topic: str = TOPIC) -> dict[str, Any] | None:
+        """B answered a LeaderAndIsr for ``topic``-0 without error (after frame ``after_seq``) and the
+        leader has it in the ISR: it follows and fetches."""
+
+        def answered() -> dict[str, Any] | None:
+            return next((f for f in self.frames(ctx) if f["seq"] > after_seq and f.get("kind") == "response"
+                         and f.get("api") == "LeaderAndIsr" and f.get("dst_broker") == b and not f.get("error")
+                         and any(p.get("topic") == topic and p.get("partition") == 0
+                                 for p in f.get("partitions") or [])), None)
+
+        ev = ctx.wait(answered, timeout, f"broker {b} to answer a LeaderAndIsr for {topic}-0")
+        if ev is None:
+            return None
+        in_isr = ctx.wait(lambda: b in (self.isr(ctx, topic) or []), timeout, f"broker {b} in the ISR of {topic}-0")
+        ctx.step(f"   broker {b} answered LeaderAndIsr {ev.get('conn')}:{ev.get('correlation_id')} (v"
+                 f"{ev.get('api_version')}, broker_epoch {ev.get('broker_epoch', 'none: before KIP-380')}) for "
+                 f"{topic}-0" + (f"; ISR {self.isr(ctx, topic)}" if in_isr else ""))
+        return ev
+
+    def prepare_kafka(self, ctx: RunContext) -> tuple[int, int, int | None]:
+        c = self.controller(ctx)
+        if c is None:
+            raise RuntimeError("no controller elected")
+        b = min(x for x in self.brokers if x != c)
+        other = [x for x in self.brokers if x not in (c, b)]
+        ctx.invoke("admin", "create_topic", topic=TOPIC, replicas={0: [c, b, *other]})
+        e1 = self.epoch(ctx, b)
+        ctx.step(f"1. controller is broker {c} ; created {TOPIC}-0 replicas {[c, b, *other]} (leader {c}); "
+                 f"B = broker {b} with epoch E1 = czxid {e1}")
+        self.wait_follower_kafka(ctx, b)
+        return c, b, e1
+
+    def restart_kafka(self, ctx: RunContext, b: int, e1: int | None) -> int | None:
+        """A clean stop (B's controlled shutdown, its session closed, its znode deleted) and a start."""
+        ctx.nemesis("bounce", "start", [ctx.node(b)])
+        e2 = ctx.wait(lambda: (e := self.epoch(ctx, b)) and e != e1 and e, 90, f"broker {b} to re-register")
+        ctx.step(f"3. broker {b} stopped cleanly and started again: epoch E2 = czxid {e2} (> E1 = {e1})")
+        return e2
+
+    def replay(self, ctx: RunContext, b: int, what: str) -> list[dict[str, Any]]:
+        done = ctx.nemesis("replay_control", "stop", [ctx.node(b)])
+        replies = list((done.detail.get("replayed") or []) if done else [])
+        ctx.step(f"4. the proxy replays the captured {what}: "
+                 + ", ".join(f"{r.get('api')} (frame {r.get('replay_of')}) answered {r.get('error') or 'NONE'}"
+                             for r in replies))
+        return replies
+
+    def captured(self, ctx: RunContext, api: str) -> dict[str, Any] | None:
+        return next((f for f in self.frames(ctx) if f.get("action") == "capture" and f.get("api") == api), None)
+
+
 class FastBounce(BounceBase):
     def play(self, ctx: RunContext) -> None:
         c, b, e1 = self.prepare(ctx)
@@ -137,6 +222,24 @@ class StaleStopReplica(BounceBase):
                  f"delivered to broker {b}: error {[r.get('error_code') for r in replies]}")
         ctx.sleep(1.0)
 
+    def play_on_kafka(self, ctx: RunContext) -> None:
+        c, b, e1 = self.prepare_kafka(ctx)
+        ctx.nemesis("replay_control", "start", [ctx.node(b)], api="StopReplica", topic=TOPIC, partition=0)
+        ctx.step(f"2. capture the controller's next StopReplica for {TOPIC}-0 to broker {b} (forwarded, a copy "
+                 "kept: delayed in the network)")
+        e2 = self.restart_kafka(ctx, b, e1)
+        cap = self.captured(ctx, "StopReplica")
+        ctx.step(f"   during broker {b}'s controlled shutdown the controller sent StopReplica "
+                 + (f"v{cap.get('api_version')} (frame {cap['seq']}, broker_epoch "
+                    f"{cap.get('broker_epoch', 'none: before KIP-380')}): captured" if cap else "— none captured"))
+        last = max((f["seq"] for f in self.frames(ctx)), default=0)
+        self.wait_follower_kafka(ctx, b, cap["seq"] if cap else last)
+        self.replay(ctx, b, f"StopReplica (built for E1 = {e1}) to the new incarnation E2 = {e2}")
+        # a follower whose fetcher was stopped falls out of the ISR after replica.lag.time.max.ms (10 s),
+        # checked by the leader every 5 s
+        dropped = ctx.wait(lambda: b not in (self.isr(ctx) or [b]), 25, f"broker {b} to leave the ISR", poll=0.5)
+        ctx.step(f"   ISR of {TOPIC}-0 now {self.isr(ctx)}" + (f": broker {b} stopped following" if dropped else ""))
+
 
 class StaleControlledShutdown(BounceBase):
     def play(self, ctx: RunContext) -> None:
@@ -150,16 +253,36 @@ class StaleControlledShutdown(BounceBase):
                  f"{done.value.get('error_code')}, remaining leaders {done.value.get('remaining_partitions')}")
         ctx.sleep(1.0)
 
+    def play_on_kafka(self, ctx: RunContext) -> None:
+        c, b, e1 = self.prepare_kafka(ctx)
+        ctx.nemesis("replay_control", "start", [ctx.node(b)], api="ControlledShutdown")
+        ctx.step(f"2. capture broker {b}'s next ControlledShutdown to controller {c} (forwarded, a copy kept: "
+                 "the retry of a request whose answer was slow)")
+        e2 = self.restart_kafka(ctx, b, e1)
+        cap = self.captured(ctx, "ControlledShutdown")
+        ctx.step(f"   broker {b} sent ControlledShutdown "
+                 + (f"v{cap.get('api_version')} (frame {cap['seq']}, broker_epoch "
+                    f"{cap.get('broker_epoch', 'none: before KIP-380')}): captured" if cap else "— none captured"))
+        last = max((f["seq"] for f in self.frames(ctx)), default=0)
+        self.wait_follower_kafka(ctx, b, last)
+        self.replay(ctx, b, f"ControlledShutdown of broker {b} (E1 = {e1}) to controller {c}; B now has E2 = {e2}")
+        ctx.sleep(2.0)  # the controller's requests because of it (StopReplica to the live B, the ISR shrink)
+        stops = [f for f in self.frames(ctx) if f.get("api") == "StopReplica" and f.get("kind") == "request"
+                 and f.get("dst_broker") == b and f.get("seq", 0) > last and f.get("action") != "replay"]
+        ctx.step(f"   the controller sent {len(stops)} StopReplica to the live broker {b} since; ISR of {TOPIC}-0 "
+                 f"now {self.isr(ctx)}")
+
 
 BUG = {"broker_epoch_check": "off"}
 FIXED = {"broker_epoch_check": "on"}
 THREE = [1, 2, 3]
-# the stories hold, delay and replay controller requests inside the agent (hold_controller,
-# delay_request, an admin client speaking the agent's control protocol); on a real broker the Kafka
-# proxy's hold_control can hold its controller's requests, but the story's variant on it is not built
-NOT_ON_KAFKA = ("the story holds and replays controller requests inside the agent (hold_controller, delay_request); "
-                "its real-broker variant (the Kafka proxy's hold_control) is not built yet, and 2.2.0+ carries the "
-                "fix (KIP-380)")
+# the fast bounce holds the controller's event thread inside the agent (hold_controller); a real
+# broker has no such hook, and bounce_handling needs the controller's live/dead/bounced sets, which
+# neither the wire nor the log shows (checkers.kafka_feeds)
+NOT_ON_KAFKA = ("the story holds the controller's event thread inside the agent (hold_controller); its real-broker "
+                "variant is not built yet, and bounce_handling cannot be fed from a real broker")
+# (b) and (c) on released brokers: the Kafka proxy captures the request and replays it (replay_control)
+ON_KAFKA: dict[str, Any] = {"not_on_kafka": None, "kafka_proxy": True, "kafka_fixed_in": "2.2.0"}
 
 SCENARIOS = [
     FastBounce(
@@ -171,12 +294,10 @@ SCENARIOS = [
         id="KAFKA-7235-stale-stopreplica",
         title="KIP-380 (b): a StopReplica from before a bounce stops the new incarnation's follower",
         jira="KAFKA-7235", story=__doc__ or "", checkers=["control_request_epochs"], bug_toggles=BUG,
-        fixed_toggles=FIXED, brokers=THREE, needs_spark=True,
-        not_on_kafka=NOT_ON_KAFKA),
+        fixed_toggles=FIXED, brokers=THREE, needs_spark=True, **ON_KAFKA),
     StaleControlledShutdown(
         id="KAFKA-7235-stale-shutdown",
         title="KIP-380 (c): a retried ControlledShutdown from the old incarnation moves the live broker's replicas",
         jira="KAFKA-7235", story=__doc__ or "", checkers=["controlled_shutdown_epochs"], bug_toggles=BUG,
-        fixed_toggles=FIXED, brokers=THREE, needs_spark=True,
-        not_on_kafka=NOT_ON_KAFKA),
+        fixed_toggles=FIXED, brokers=THREE, needs_spark=True, **ON_KAFKA),
 ]
