@@ -4,7 +4,8 @@ two equal).
 
 A broker writes no events of its own: its log (``base.kafkalog``: starts, sessions, registrations),
 the observer's znode reads, the Kafka wire proxy's frames mapped onto the agents' kinds
-(``base.kafkawire``: ``control_send``, ``control_recv``, ``controlled_shutdown``), the ZooKeeper
+(``base.kafkawire``: ``control_send``, ``control_recv``, ``controlled_shutdown``,
+``controlled_shutdown_handled``), the ZooKeeper
 wire proxy's frames and the workload's Kafka client are what there is. A checker whose inputs none
 of them gives is not run: it would find nothing wrong in nothing and say valid. The run lists it
 as ``unknown`` with the reason (``results.feeds``); the verdict is over the checkers that ran.
@@ -39,9 +40,6 @@ UNKNOWN: dict[str, str] = {
                                 "checked (controller_zk_write): inside the broker's ZooKeeper session, not logged",
     "bounce_handling": "needs the live, dead and bounced sets the controller computed (broker_change): neither on "
                        "the wire nor in the log",
-    "controlled_shutdown_epochs": "needs the controller's cached epoch of the broker and the leader moves the "
-                                  "shutdown caused (controlled_shutdown_handled): the wire shows the request and "
-                                  "its answer only (mapped to controlled_shutdown)",
     "isr_expansion": "needs the fetch each ISR expansion rests on (AlterPartition's based_on_fetch) and the "
                      "committed partition states with their zxids: neither is on the wire",
     "partition_states": "needs the partition states in ZooKeeper commit (zxid) order: LeaderAndIsr carries them in "
@@ -53,6 +51,11 @@ UNKNOWN: dict[str, str] = {
     "register_linearizable": "the register workload speaks the agents' protocol only",
 }
 LOG = "broker log (base.kafkalog) and the observer's znode reads"
+# KIP-380 (2.2) put broker epochs in the control requests and ControlledShutdown; before it each
+# request's epoch is inferred (base.kafkawire: the incarnation it was built for)
+PRE_380_EPOCHS = ("; no broker epoch in a request before 2.2 (KIP-380): each request's is its target's (a "
+                  "ControlledShutdown's sender's) registration current when it was first sent, from the ZooKeeper "
+                  "proxy's creates (broker_epoch_from), and the broker's own from those creates too")
 # before 2.2 a registration's log line names neither its epoch nor its session
 WIRE_REGISTRATIONS = ("; before 2.2 each registration's session and epoch are the ZooKeeper proxy's create of "
                       "its znode (base.kafkalog.with_wire_registrations)")
@@ -75,8 +78,13 @@ def kafka_feeds(version: str, *, kafkaproxy: bool, zkproxy: bool, queue: bool) -
             out[name] = Feed(LOG + ("" if epochs else WIRE_REGISTRATIONS if zkproxy else NO_WIRE_REGISTRATIONS))
         elif name == "control_request_epochs":
             out[name] = Feed("Kafka proxy: LeaderAndIsr/UpdateMetadata/StopReplica answers as control_recv, the "
-                             "broker's own epoch from its log" + ("" if epochs else "; no broker epoch before 2.2 "
-                                                                  "(KIP-380): only the controller-epoch cases")
+                             "broker's own epoch from its log" + ("" if epochs else PRE_380_EPOCHS)
+                             ) if kafkaproxy else Feed(unknown=NO_PROXY)
+        elif name == "controlled_shutdown_epochs":
+            out[name] = Feed("Kafka proxy: the controller's answer to a ControlledShutdown as controlled_shutdown_handled: "
+                             "its cached epoch of the broker = the epoch of the last control request it sent the "
+                             "broker, its leader moves and StopReplicas = its requests from the shutdown request to 1 s "
+                             "after the answer (by time)" + ("" if epochs else PRE_380_EPOCHS)
                              ) if kafkaproxy else Feed(unknown=NO_PROXY)
         elif name == "controller_epochs":
             out[name] = Feed("Kafka proxy: control requests as control_send (one controller per epoch); elections "

@@ -179,20 +179,21 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _agent("broker_startup_handled", "controller_epoch brokers bounced:bool epochs partitions"),
     _agent("topics_created", "controller_epoch partitions"),
     _kind("control_send", f"{AGENT} {KAFKAWIRE}", "event", "broker_id request_id kind target controller_epoch "
-          "broker_epoch max_broker_epoch epoch_map full partitions shared debug"),
+          "broker_epoch max_broker_epoch epoch_map full partitions shared debug broker_epoch_from"),
     _agent("control_response", "request_id kind target error_code partition_errors"),
     _kind("control_recv", f"{AGENT} {KAFKAWIRE}", "event", "broker_id request_id kind from controller_epoch "
           "broker_epoch max_broker_epoch own_epoch max_controller_epoch_seen outcome error_code full partitions "
-          "partition_errors"),
+          "partition_errors broker_epoch_from"),
     _agent("replica_state", "topic partition role leader leader_epoch isr zk_version leo hw request_id "
                             "deleted"),
     _agent("truncate", "topic partition to_offset dropped reason"),
     _agent("log_open", "topic partition leo hw checkpointed"),
     _agent("hw_checkpoint", "partitions dropped dropped_hw"),
     _kind("controlled_shutdown", f"{AGENT} {CLIENT} {KAFKAWIRE}", OPS, "broker_id broker request_id broker_epoch error_code "
-          "remaining_partitions error"),
-    _agent("controlled_shutdown_handled", "request_id broker_epoch cached_epoch outcome error_code "
-                                          "leader_moves stop_replicas remaining_leaders"),
+          "remaining_partitions error broker_epoch_from"),
+    _kind("controlled_shutdown_handled", f"{AGENT} {KAFKAWIRE}", "event", "broker_id request_id broker_epoch "
+          "cached_epoch outcome error_code leader_moves stop_replicas remaining_leaders broker_epoch_from "
+          "cached_epoch_from"),
     _agent("fetch", "topic partition replica replica_epoch fetch_offset leader leader_epoch request_id"),
     _agent("alter_partition", "request_id topic partition leader leader_epoch partition_epoch "
                               "new_isr_with_epochs based_on_fetch broker_epoch held"),

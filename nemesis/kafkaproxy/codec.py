@@ -260,6 +260,10 @@ def summarise(entity: Any) -> Summary:
             s.partitions.append(ps)
         elif depth > 0:
             note_error(getattr(v, "error_code", None))
+            # a topic with a list of bare partition indexes (StopReplica v1-2: topics[].partition_indexes)
+            indexes = getattr(v, "partition_indexes", None)
+            if isinstance(indexes, tuple):
+                s.partitions += [PartitionSummary(own_topic, int(i)) for i in indexes if isinstance(i, int)]
         if part is None and scalars:
             for k in _SCALARS:
                 x = getattr(v, k, None)

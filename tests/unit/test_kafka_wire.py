@@ -89,8 +89,93 @@ def test_a_controlled_shutdown_is_an_op_of_the_broker_that_asked() -> None:
               partitions=[{"topic": "t", "partition": 1}], **cs),
     ])
     assert [(e.f, e.type, e.value["broker_id"]) for e in out] == [("controlled_shutdown", "invoke", 3),
-                                                                   ("controlled_shutdown", "fail", 3)]
+                                                                   ("controlled_shutdown", "fail", 3),
+                                                                   ("controlled_shutdown_handled", "event", 3)]
     assert out[1].value["error_code"] == 77 and out[1].value["remaining_partitions"] == [{"topic": "t", "partition": 1}]
+    handled = out[2]
+    assert handled.process == 1 and handled.t_wall == 1.2  # the controller's account, at its answer
+    assert handled.value == {"broker_id": 3, "request_id": "5:0", "broker_epoch": 300, "cached_epoch": None,
+                             "outcome": "rejected", "error_code": 77, "leader_moves": [], "stop_replicas": [],
+                             "remaining_leaders": ["t-1"]}
+
+
+SR = {"api": "StopReplica", "controller_id": 1, "src_broker": 1, "dst_broker": 2}
+CS = {"api": "ControlledShutdown", "src_broker": 2, "dst_broker": 1}
+T0 = [{"topic": "t", "partition": 0}]
+
+
+def test_a_pre_kip_380_request_is_built_for_the_registration_current_when_it_was_first_sent() -> None:
+    """StopReplica v0 names no broker epoch: a request sent while B's registration was E1 = 100 is
+    for E1, and so is its replay (the same bytes) after B re-registered as E2 = 200, which B applied:
+    the stale request control_request_epochs catches. The registrations are the ZooKeeper proxy's
+    creates; the broker's own epoch its (wire-completed) register ok events."""
+    created = {2: [(1.0, 100), (5.0, 200)]}
+    out = wire_events([
+        frame(1, 3.0, dir="c2s", kind="request", conn=2, correlation_id=9, controller_epoch=1, partitions=T0,
+              action="capture", **SR),
+        frame(2, 3.1, dir="s2c", kind="response", conn=2, correlation_id=9, req_seq=1, **SR),
+        frame(3, 8.0, dir="c2s", kind="request", conn=7, correlation_id=9, controller_epoch=1, partitions=T0,
+              action="replay", replay_of=1, **SR),
+        frame(4, 8.1, dir="s2c", kind="response", conn=7, correlation_id=9, req_seq=3, action="replay", replay_of=1,
+              **SR),
+    ], [register(2, 1.1, 100), register(2, 5.2, 200)], created=created)
+    recvs = [e.value for e in out if e.f == "control_recv"]
+    assert [(r["request_id"], r["broker_epoch"], r["own_epoch"], r["outcome"]) for r in recvs] == [
+        ("2:9", 100, 100, "applied"), ("7:9", 100, 200, "applied")]
+    assert all(r["broker_epoch_from"] == "registration at send" for r in recvs)
+    sends = [e.value for e in out if e.f == "control_send"]
+    assert [s["broker_epoch"] for s in sends] == [100, 100] and "broker_epoch_from" in sends[1]
+    # a request sent after the create: for the new incarnation (never older than the creation says)
+    (late,) = [e.value for e in wire_events([frame(1, 5.05, dir="c2s", kind="request", conn=2, correlation_id=1,
+                                                   controller_epoch=1, **SR)], created=created)]
+    assert late["broker_epoch"] == 200
+    # a 2.2+ request's own epoch is taken as it is; no registration known: null, not a guess
+    (own,) = wire_events([frame(1, 3.0, dir="c2s", kind="request", conn=2, correlation_id=1, broker_epoch=150,
+                                **SR)], created=created)
+    assert own.value["broker_epoch"] == 150 and "broker_epoch_from" not in own.value
+    (none,) = wire_events([frame(1, 0.5, dir="c2s", kind="request", conn=2, correlation_id=1, **SR)], created=created)
+    assert none.value["broker_epoch"] is None and "broker_epoch_from" not in none.value
+
+
+def test_a_replayed_controlled_shutdown_of_the_old_incarnation_that_the_controller_acted_on() -> None:
+    """2.1.1: B (E1 = 100) shut down, re-registered as E2 = 200 and follows t-0 again (the controller's
+    LeaderAndIsr to it is for E2); the replayed ControlledShutdown v1 of E1 is accepted and within the
+    second after the answer the controller sends B a StopReplica and moves the leadership of t-1 off
+    B: a stale shutdown acted on. The 2.2 answer STALE_BROKER_EPOCH with nothing sent is clean."""
+    created = {2: [(1.0, 100), (5.0, 200)]}
+    lai = {"api": "LeaderAndIsr", "controller_id": 1, "src_broker": 1}
+    led = [{"topic": "t", "partition": 1, "leader": 2}]
+    frames = [
+        frame(1, 2.0, dir="c2s", kind="request", conn=3, correlation_id=1, controller_epoch=1, partitions=led,
+              **lai, dst_broker=3),
+        frame(2, 4.0, dir="c2s", kind="request", conn=4, correlation_id=5, action="capture", **CS),
+        frame(3, 4.1, dir="s2c", kind="response", conn=4, correlation_id=5, req_seq=2, **CS),
+        frame(4, 6.0, dir="c2s", kind="request", conn=8, correlation_id=1, controller_epoch=1, partitions=T0,
+              **lai, dst_broker=2),
+        frame(5, 9.0, dir="c2s", kind="request", conn=9, correlation_id=5, action="replay", replay_of=2, **CS),
+        frame(6, 9.2, dir="s2c", kind="response", conn=9, correlation_id=5, req_seq=5, action="replay", **CS),
+        frame(7, 9.5, dir="c2s", kind="request", conn=8, correlation_id=2, controller_epoch=1, partitions=T0, **SR),
+        frame(8, 9.6, dir="c2s", kind="request", conn=3, correlation_id=2, controller_epoch=1,
+              partitions=[{"topic": "t", "partition": 1, "leader": 3}], **lai, dst_broker=3),
+        frame(9, 11.0, dir="c2s", kind="request", conn=8, correlation_id=3, controller_epoch=1, partitions=T0, **SR),
+    ]
+    out = wire_events(frames, created=created)
+    first, replayed = [e.value for e in out if e.f == "controlled_shutdown_handled"]
+    # the first: E1's own shutdown, the controller's last request to B (none yet): not judged
+    assert (first["broker_epoch"], first["cached_epoch"]) == (100, None)
+    assert replayed == {"broker_id": 2, "request_id": "9:5", "broker_epoch": 100,
+                        "broker_epoch_from": "registration at send", "cached_epoch": 200,
+                        "cached_epoch_from": "last control request", "outcome": "accepted", "error_code": 0,
+                        "leader_moves": [{"partition": "t-1", "from": 2, "to": 3, "request_id": "3:2"}],
+                        "stop_replicas": ["t-0"], "remaining_leaders": []}  # the StopReplica at 11.0 is too late
+    fixed = [*frames[:4], frame(5, 9.0, dir="c2s", kind="request", conn=9, correlation_id=5, broker_epoch=100,
+                                action="replay", replay_of=2, **CS),
+             frame(6, 9.2, dir="s2c", kind="response", conn=9, correlation_id=5, req_seq=5, error="STALE_BROKER_EPOCH",
+                   **CS)]
+    stale = [e.value for e in wire_events(fixed, created=created) if e.f == "controlled_shutdown_handled"][-1]
+    assert (stale["outcome"], stale["error_code"], stale["leader_moves"], stale["stop_replicas"]) == (
+        "rejected", 77, [], [])
+    assert "broker_epoch_from" not in stale and stale["cached_epoch"] == 200
 
 
 def test_error_names_are_kafkas_codes() -> None:
@@ -108,7 +193,7 @@ def test_every_checker_is_fed_or_unknown_with_a_reason() -> None:
     assert list(feeds) == list(CHECKER_NAMES)
     assert all((f.fed_from is None) != (f.unknown is None) for f in feeds.values())
     assert fed(feeds) == ("registration_epochs", "registration_liveness", "control_request_epochs",
-                          "controller_epochs")
+                          "controller_epochs", "controlled_shutdown_epochs")
     assert fed(kafka_feeds("3.9.1", kafkaproxy=False, zkproxy=False, queue=False)) == (
         "registration_epochs", "registration_liveness")
     assert feeds["partition_states"].as_dict()["valid"] == "unknown"
