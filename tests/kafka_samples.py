@@ -13,6 +13,7 @@ from kio.schema.fetch.v12 import request as f12
 from kio.schema.leader_and_isr.v1 import request as lai1
 from kio.schema.leader_and_isr.v7 import request as lai7
 from kio.schema.leader_and_isr.v7 import response as lai7r
+from kio.schema.stop_replica.v1 import request as sr1
 from kio.schema.stop_replica.v3 import request as sr3
 from kio.schema.update_metadata.v8 import request as um8
 from kio.schema.update_metadata.v8 import response as um8r
@@ -68,6 +69,12 @@ def stop_replica_v3(broker_epoch: int = 4242) -> sr3.StopReplicaRequest:
     return sr3.StopReplicaRequest(controller_id=1, controller_epoch=3, broker_epoch=broker_epoch, topic_states=(
         sr3.StopReplicaTopicState(topic_name="t", partition_states=(
             sr3.StopReplicaPartitionState(partition_index=0, leader_epoch=6, delete_partition=True),)),))
+
+
+def stop_replica_v1(broker_epoch: int = 4242, partitions: tuple[int, ...] = (0, 2)) -> sr1.StopReplicaRequest:
+    """Kafka 2.2's version: a broker epoch, each topic's partitions as bare indexes."""
+    return sr1.StopReplicaRequest(controller_id=1, controller_epoch=3, broker_epoch=broker_epoch, delete_partitions=False,
+                                  topics=(sr1.StopReplicaTopicV1(name="t", partition_indexes=partitions),))
 
 
 def fetch_v12(replica_id: int = 2) -> f12.FetchRequest:

@@ -77,6 +77,13 @@ def test_other_control_requests_and_a_fetch() -> None:
     assert s.scalars == {"replica_id": 2} and s.partitions[0].as_dict() == {"topic": "t", "partition": 0, "leader_epoch": 5}
 
 
+def test_stop_replica_v1_names_each_partition_of_its_bare_indexes() -> None:
+    """Kafka 2.2-2.6 send StopReplica v1/v2: topics with a list of partition indexes, no state each."""
+    s = summarise(decode_request(ks.frame(ks.stop_replica_v1(), 5)[4:]).body)
+    assert s.scalars["broker_epoch"] == 4242
+    assert [p.as_dict() for p in s.partitions] == [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 2}]
+
+
 def test_responses_name_their_errors() -> None:
     body = ks.answer(ks.leader_and_isr_v7_response(ErrorCode.stale_broker_epoch, ErrorCode.stale_controller_epoch), 9)
     d = decode_response(body[4:], 4, 7)

@@ -168,6 +168,56 @@ def test_hold_keeps_a_request_that_later_ones_overtake_until_released(tmp_path: 
     assert any(e["f"] == "frame_released" and e["frame_seq"] == held["seq"] for e in evs)
 
 
+def test_capture_forwards_and_replay_resends_on_a_connection_of_its_own(tmp_path: Path) -> None:
+    """The captured LeaderAndIsr reaches the broker at once, and again when replayed: on a new
+    upstream connection, its answer read and logged; request and answer cite the captured frame."""
+    rules = [{"id": "cap", "match": {"api": "LeaderAndIsr", "kind": "request"}, "action": "capture",
+              "budget": {"times": 1}}]
+
+    async def sc(proxy: KafkaProxy, broker: FakeBroker, c: Client) -> None:
+        loop = asyncio.get_running_loop()
+        ctl = ControlServer(proxy, loop)
+        ctl.start()
+        api = KafkaProxyClient(ctl.host, ctl.port)
+        try:
+            c.send(ks.frame(ks.leader_and_isr_v7(controller_epoch=3), 1))
+            assert await c.response_id() == 1  # forwarded as it came
+            c.send(ks.frame(ks.leader_and_isr_v7(controller_epoch=4), 2))  # past the budget: not captured
+            assert await c.response_id() == 2
+            (cap,) = await loop.run_in_executor(None, api.captured)
+            assert (cap["rule_id"], cap["dir"], cap["listener"]) == ("cap", "c2s", 0)
+            (out,) = await loop.run_in_executor(None, api.replay, "cap")
+            assert out["replay_of"] == cap["frame_seq"] and out["error"] == "STALE_BROKER_EPOCH"
+            assert broker.got == [(4, 1), (4, 2), (4, 1)]  # the first one, again
+            assert await c.nothing_for(0.1)  # the client's connection carries no second answer
+            assert len(await loop.run_in_executor(None, api.replay)) == 1  # the copy is kept: again
+            msg = await loop.run_in_executor(None, lambda: _error_of(api.replay, "other"))
+            assert "HTTP 400" in msg and "nothing captured by rule other" in msg
+        finally:
+            ctl.stop()
+
+    evs = run(tmp_path, sc, rules)
+    orig = frames(evs, action="capture")
+    assert [(f["kind"], f["rule_id"], f["correlation_id"]) for f in orig] == [("request", "cap", 1)]
+    replays = frames(evs, action="replay")
+    assert [(f["kind"], f["replay_of"]) for f in replays] == [("request", orig[0]["seq"]), ("response", orig[0]["seq"])] * 2
+    req, resp = replays[:2]
+    assert req["conn"] != orig[0]["conn"] and resp["req_seq"] == req["seq"] and resp["error"] == "STALE_BROKER_EPOCH"
+    assert req["controller_epoch"] == 3 and req["dst_broker"] == 2
+    opens = [e for e in evs if e["f"] == "conn_open" and e.get("replay")]
+    closes = [e for e in evs if e["f"] == "conn_close" and e.get("replay")]
+    assert [e["conn"] for e in opens] == [e["conn"] for e in closes] == [req["conn"], replays[2]["conn"]]
+    assert all(e["client"] == "replay" for e in opens) and closes[0]["reason"] == "done"
+
+
+def _error_of(fn: Callable[..., Any], *args: Any) -> str:
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - the message is the test's subject
+        return str(e)
+    return ""
+
+
 def test_hold_ms_releases_by_itself_and_a_closed_connection_discards(tmp_path: Path) -> None:
     rules = [{"id": "h", "match": {"api": "UpdateMetadata", "kind": "request"}, "action": {"type": "hold", "hold_ms": 200}},
              {"id": "forever", "match": {"api": "LeaderAndIsr"}, "action": "hold"}]

@@ -79,6 +79,15 @@ def test_hold_and_duplicate_parse_and_zookeeper_does_not_offer_them() -> None:
             zk_parse_rule({"action": t})
 
 
+def test_capture_parses_takes_no_parameters_and_zookeeper_does_not_offer_it() -> None:
+    assert parse_rule({"match": {"api": "ControlledShutdown", "src_broker": 2}, "action": "capture"}).action.type == \
+        "capture"
+    with pytest.raises(RuleError, match="key 'action.copies'"):
+        parse_rule({"action": {"type": "capture", "copies": 2}})
+    with pytest.raises(RuleError, match="key 'action.type'"):
+        zk_parse_rule({"action": "capture"})  # a ZooKeeper frame cannot be replayed outside its session
+
+
 def test_the_shared_budget_applies() -> None:
     rs = RuleSet(seed=1, start_mono=0.0)
     rs.add(parse_rules([{"id": "h", "match": {"api": "LeaderAndIsr"}, "action": "hold",

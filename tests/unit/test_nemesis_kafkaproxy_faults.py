@@ -19,6 +19,7 @@ class FakeClient:
     def __init__(self) -> None:
         self.rules: dict[str, dict[str, Any]] = {}
         self.released: list[str | None] = []
+        self.replayed: list[str | None] = []
         self.n = 0
 
     def add_rules(self, rules: list[dict[str, Any]]) -> list[str]:
@@ -42,6 +43,10 @@ class FakeClient:
         self.released.append(rule_id)
         return 2
 
+    def replay(self, rule_id: str | None = None) -> list[dict[str, Any]]:
+        self.replayed.append(rule_id)
+        return [{"replay_of": 7, "error": "STALE_BROKER_EPOCH"}]
+
 
 def nemesis(client: FakeClient | None) -> KafkaProxyNemesis:
     nem = KafkaProxyNemesis(lambda: client)  # type: ignore[arg-type,return-value]
@@ -60,6 +65,14 @@ def test_each_fault_is_one_rule_the_proxy_accepts() -> None:
     alter = control_rule("delay_alter_partition", [1], {"delay_ms": 500})
     assert alter["match"] == {"api": "AlterPartition", "kind": "request", "src_broker": [1]}
     assert alter["action"] == {"type": "delay", "delay_ms": 500.0}
+    sr = control_rule("replay_control", [2], {"topic": "t", "partition": 0})
+    assert sr == {"match": {"api": "StopReplica", "kind": "request", "dst_broker": [2], "topic": "t", "partition": 0},
+                  "action": "capture", "budget": {"times": 1}, "comment": "replay_control"}
+    # a ControlledShutdown comes from the target and names no partition
+    cs = control_rule("replay_control", [2], {"api": "ControlledShutdown", "topic": "t"})
+    assert cs["match"] == {"api": "ControlledShutdown", "kind": "request", "src_broker": [2]}
+    with pytest.raises(ValueError, match="api must be one of"):
+        control_rule("replay_control", [2], {"api": "Fetch"})
     parse_rules([control_rule(f, [1], {}) for f in sorted(kafka_only())])
     with pytest.raises(ValueError, match="not a Kafka proxy fault"):
         control_rule("kill", [1], {})
@@ -75,6 +88,15 @@ def test_start_installs_stop_removes_and_releases_what_it_held() -> None:
     assert nem.invoke(FaultOp("drop_control", "stop", [], {})) == {"rules_removed": ["r2"]}
     nem.invoke(FaultOp("delay_alter_partition", "start", ["b1", "b2"], {"delay_ms": 100}))
     assert nem.heal() == {"kafkaproxy_rules_cleared": 1, "released": 2} and not c.rules
+
+
+def test_replay_controls_stop_replays_what_its_rule_captured() -> None:
+    c = FakeClient()
+    nem = nemesis(c)
+    assert nem.invoke(FaultOp("replay_control", "start", ["b2"], {"api": "StopReplica"})) == {"rule_ids": ["r1"]}
+    out = nem.invoke(FaultOp("replay_control", "stop", ["b2"], {}))
+    assert out == {"rules_removed": ["r1"], "replayed": [{"replay_of": 7, "error": "STALE_BROKER_EPOCH"}]}
+    assert c.replayed == ["r1"] and not c.rules
 
 
 def test_bad_targets_and_no_proxy_are_errors_and_a_heal_before_the_proxy_undoes_nothing() -> None:
