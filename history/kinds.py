@@ -58,6 +58,7 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "error_code": "int", "partition_errors": "json", "cached_epoch": "int", "leader_moves": "json",
     "stop_replicas": "json", "remaining_leaders": "json", "remaining_partitions": "json",
     "broker_epoch_from": "str", "cached_epoch_from": "str", "replay": "bool", "replay_of": "int",
+    "shutdown_answer_delay_ms": "float",
     # partitions and data
     "topic": "str", "partition": "int", "role": "str", "leader": "int", "leader_epoch": "int", "isr": "ints",
     "zk_version": "int", "leo": "int", "hw": "int", "deleted": "bool", "to_offset": "int", "dropped": "json",
@@ -148,7 +149,8 @@ FAULTS = (
 _FAULT_FIELDS = (
     "phase stage targets error reason instant seed result:json links toxics_removed grudge_map stream grudge direction "
     "latency_ms jitter_ms kind rate_kb timeout_ms delay_ms rules rule_ids rules_removed held:json released "
-    "held_requests delivered to topic partition nodes tables_removed hold_ms api replayed:json"
+    "held_requests delivered to topic partition nodes tables_removed hold_ms api replayed:json "
+    "shutdown_answer_delay_ms"
 )
 
 KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (

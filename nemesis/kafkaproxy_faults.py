@@ -14,7 +14,10 @@ control-plane faults of real Kafka brokers (docs/nemesis.md), each one rule of t
   proxy opens to the broker it went to (``/replay``): the request arrives again, late, which a
   held request cannot do on a real broker without stalling its sender (the controller's request
   thread waits for the held answer and reconnects after 30 s; a broker's controlled shutdown
-  retries with long timeouts).
+  retries with long timeouts). With ``shutdown_answer_delay_ms`` it also delays the targets'
+  ControlledShutdown answers: a controller queues the StopReplicas of a controlled shutdown and
+  answers at once, and a broker that has its answer stops serving before its request thread
+  delivers them all (seen with 2.1.1: the StopReplica for the followed partition never arrived).
 * ``delay_alter_partition``: delay the target brokers' AlterPartition (AlterIsr before 3.2) requests
   to the controller by ``delay_ms``.
 
@@ -32,6 +35,12 @@ from nemesis.base import FaultOp
 from nemesis.registry import ALTER_DELAY_MS, HOLD_CAP_MS, KAFKA_CONTROL_APIS, REPLAY_APIS, faults_of
 from nemesis.wire_faults import WireRulesNemesis
 from nemesis.wireproxy.client import WireProxyClient
+
+
+def shutdown_answer_rule(brokers: list[int], delay_ms: float) -> dict[str, Any]:
+    """``replay_control``'s delay of the target brokers' ControlledShutdown answers (pure)."""
+    return {"match": {"api": "ControlledShutdown", "kind": "response", "src_broker": brokers},
+            "action": {"type": "delay", "delay_ms": float(delay_ms)}, "comment": "replay_control: shutdown answer"}
 
 
 def control_rule(f: str, brokers: list[int], params: dict[str, Any]) -> dict[str, Any]:
@@ -66,6 +75,7 @@ class KafkaProxyNemesis(WireRulesNemesis):
     def __init__(self, client: WireProxyClient | Callable[[], WireProxyClient | None]) -> None:
         super().__init__(client)
         self.broker_of: dict[str, int] = {}
+        self.capturing: list[str] = []  # replay_control's capture rules (its delay rule captures nothing)
 
     def setup(self, cluster: Any) -> None:  # harness.cluster.Cluster: its inventory's brokers
         self.broker_of = {n.name: n.broker_id for n in cluster.inv.brokers}
@@ -78,13 +88,20 @@ class KafkaProxyNemesis(WireRulesNemesis):
 
     def invoke(self, op: FaultOp) -> dict[str, Any]:
         if op.phase == "start":
-            ids = self.install(op.f, [control_rule(op.f, self._brokers(op), op.params)])
+            brokers = self._brokers(op)
+            rules = [control_rule(op.f, brokers, op.params)]
+            if op.f == "replay_control" and op.params.get("shutdown_answer_delay_ms"):
+                rules.append(shutdown_answer_rule(brokers, op.params["shutdown_answer_delay_ms"]))
+            ids = self.install(op.f, rules)
+            if op.f == "replay_control":
+                self.capturing.append(ids[0])
             return {"rule_ids": ids}
         removed = self.remove(op.f)
         out: dict[str, Any] = {"rules_removed": removed}
-        if op.f == "replay_control":  # the copies outlive their rule: replay each rule's now
+        if op.f == "replay_control":  # the copies outlive their rule: replay each capture rule's now
             client = self.need_client(op.f)
-            out["replayed"] = [r for rid in removed for r in client.replay(rid)]
+            captures, self.capturing = [r for r in removed if r in self.capturing], []
+            out["replayed"] = [r for rid in captures for r in client.replay(rid)]
         if op.f == "hold_control":  # a removed rule holds nothing more; what it held goes now, late
             client = self.need_client(op.f)
             out["released"] = sum(client.release(rid) for rid in removed)

@@ -108,11 +108,14 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
               help="drop the controller's LeaderAndIsr/UpdateMetadata/StopReplica to the target brokers (the "
                    "controller resends after its 30 s socket timeout); stop removes the rule",
               package=("one-broker",)),
-    FaultSpec("replay_control", "kafkaproxy", role="broker", params={"api": str, "topic": str, "partition": int},
+    FaultSpec("replay_control", "kafkaproxy", role="broker",
+              params={"api": str, "topic": str, "partition": int, "shutdown_answer_delay_ms": NUM},
               choices={"api": REPLAY_APIS},
               help="capture (and forward) the first request of `api` (default StopReplica) the controller sends "
                    "to the target brokers, or (ControlledShutdown) the targets send; stop replays it on a new "
-                   "connection to the broker it went to: a late duplicate"),
+                   "connection to the broker it went to: a late duplicate. shutdown_answer_delay_ms also delays "
+                   "the targets' ControlledShutdown answers (the controller's requests for the shutdown reach "
+                   "them before they stop)"),
     FaultSpec("delay_alter_partition", "kafkaproxy", role="broker", params={"delay_ms": NUM},
               help="delay the target brokers' AlterPartition/AlterIsr to the controller by delay_ms (default "
                    f"{ALTER_DELAY_MS} ms); stop removes the rule", package=("one-broker",)),

@@ -229,9 +229,12 @@ class StaleStopReplica(BounceBase):
 
     def play_on_kafka(self, ctx: RunContext) -> None:
         c, b, e1 = self.prepare_kafka(ctx)
-        ctx.nemesis("replay_control", "start", [ctx.node(b)], api="StopReplica", topic=TOPIC, partition=0)
+        # B's shutdown answer waits 1.5 s: the controller answers before its request thread has delivered the
+        # StopReplicas it queued, and a B with its answer stops serving (2.1.1 once never got this one)
+        ctx.nemesis("replay_control", "start", [ctx.node(b)], api="StopReplica", topic=TOPIC, partition=0,
+                    shutdown_answer_delay_ms=1500)
         ctx.step(f"2. capture the controller's next StopReplica for {TOPIC}-0 to broker {b} (forwarded, a copy "
-                 "kept: delayed in the network)")
+                 f"kept: delayed in the network); broker {b}'s ControlledShutdown answer is delayed 1.5 s")
         e2 = self.restart_kafka(ctx, b, e1)
         cap = self.captured(ctx, "StopReplica")
         ctx.step(f"   during broker {b}'s controlled shutdown the controller sent StopReplica v{cap.get('api_version')} "

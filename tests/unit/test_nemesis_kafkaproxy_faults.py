@@ -11,7 +11,7 @@ import pytest
 from base.errors import UsageError
 from nemesis.base import FaultOp
 from nemesis.kafkaproxy.rules import parse_rules
-from nemesis.kafkaproxy_faults import KafkaProxyNemesis, control_rule
+from nemesis.kafkaproxy_faults import KafkaProxyNemesis, control_rule, shutdown_answer_rule
 from nemesis.registry import HOLD_CAP_MS, kafka_only
 
 
@@ -97,6 +97,13 @@ def test_replay_controls_stop_replays_what_its_rule_captured() -> None:
     out = nem.invoke(FaultOp("replay_control", "stop", ["b2"], {}))
     assert out == {"rules_removed": ["r1"], "replayed": [{"replay_of": 7, "error": "STALE_BROKER_EPOCH"}]}
     assert c.replayed == ["r1"] and not c.rules
+    # with the shutdown answers delayed: two rules, only the capture's copies replayed
+    assert nem.invoke(FaultOp("replay_control", "start", ["b2"], {"shutdown_answer_delay_ms": 1500})) == {
+        "rule_ids": ["r2", "r3"]}
+    assert c.rules["r3"] == shutdown_answer_rule([2], 1500)
+    assert c.rules["r3"]["match"] == {"api": "ControlledShutdown", "kind": "response", "src_broker": [2]}
+    nem.invoke(FaultOp("replay_control", "stop", ["b2"], {}))
+    assert c.replayed == ["r1", "r2"] and not c.rules
 
 
 def test_bad_targets_and_no_proxy_are_errors_and_a_heal_before_the_proxy_undoes_nothing() -> None:
