@@ -234,6 +234,27 @@ def test_a_held_leader_and_isr_keeps_a_broker_from_its_partition_until_released(
     assert api.health()["ok"] and cluster.proxy.process.poll() is None
 
 
+def test_a_captured_request_is_replayed_to_the_broker_on_a_connection_of_the_proxys_own(cluster: Cluster) -> None:
+    """``capture`` forwards the controller's LeaderAndIsr for 'replayed' and keeps a copy; ``/replay``
+    writes it to broker 2 again on a new connection, and the broker answers it there (a LeaderAndIsr
+    whose leader epoch is not newer than the one it has: the partition is skipped, the request not
+    refused). Request and answer cite the captured frame; the controller's own connection is untouched."""
+    api = cluster.proxy.client
+    api.add_rule({"id": "cap-lai", "match": {"api": "LeaderAndIsr", "kind": "request", "dst_broker": 2,
+                                             "topic": "replayed"}, "action": "capture", "budget": {"times": 1}})
+    create_topic(cluster.direct, "replayed", num_partitions=1, replica_assignment=[[2, 1]])
+    (cap,) = wait_for(lambda: api.captured(), 30, "the LeaderAndIsr for 'replayed' to be captured")
+    orig = next(f for f in frames(cluster.evpath, kind="request", rule_id="cap-lai") if f["action"] == "capture")
+    assert cap["frame_seq"] == orig["seq"]
+    (out,) = api.replay("cap-lai")
+    assert out["replay_of"] == orig["seq"] and out["api"] == "LeaderAndIsr" and out["error"] is None
+    req, resp = [f for f in frames(cluster.evpath, action="replay") if f["replay_of"] == orig["seq"]]
+    assert req["kind"] == "request" and req["conn"] != orig["conn"] and req["dst_broker"] == 2
+    assert (req["controller_epoch"], req.get("broker_epoch")) == (orig["controller_epoch"], orig.get("broker_epoch"))
+    assert resp["kind"] == "response" and resp["req_seq"] == req["seq"] and resp["seq"] == out["response_seq"]
+    assert api.health()["ok"] and cluster.proxy.process.poll() is None
+
+
 def test_a_controlled_shutdown_and_the_controllers_answer_pass_the_proxy(cluster: Cluster) -> None:
     """Last in the module: it stops broker 2. Its ControlledShutdown (with its broker epoch, KIP-380)
     goes to the controller through the proxy, and so do the controller's requests back to broker 2
