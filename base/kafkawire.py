@@ -12,7 +12,8 @@ Kafka proxy (docs/kafkaproxy.md), whose ``kafka_frame`` events say the same thin
   broker: ``outcome`` ``applied`` when the top-level error is none, else ``rejected`` with the
   ``error_code`` (STALE_BROKER_EPOCH is 77, STALE_CONTROLLER_EPOCH 11), the request's epochs, and
   ``own_epoch``: the broker's registration epoch current then, from its log's last ``register ok``
-  before the answer (``base.kafkalog``; none before 2.2, whose log names no epoch). A request with no
+  before the answer (``base.kafkalog``; before 2.2, whose log names no epoch, the ZooKeeper proxy's
+  create of its znode fills it in: ``map_run_frames``, else none). A request with no
   answer (dropped, held past its connection, the broker killed) says nothing of what the broker did,
   and maps to no ``control_recv``;
 - a broker's ControlledShutdown → ``controlled_shutdown`` invoke, and its answer ok/fail;
@@ -85,11 +86,6 @@ def registration_epochs(events: Iterable[Event]) -> dict[int, list[tuple[float, 
     return {b: sorted(v) for b, v in out.items()}
 
 
-def _epoch_at(epochs: dict[int, list[tuple[float, int]]], broker: int | None, t: float) -> int | None:
-    """Broker ``broker``'s registration epoch current at ``t`` (its last one at or before)."""
-    return _own_epoch(epochs, broker, t)
-
-
 def creation_epochs(zk_events: Iterable[Event]) -> dict[int, list[tuple[float, int]]]:
     """Broker id → (time, czxid) of each create of ``/brokers/ids/N`` the ZooKeeper wire proxy saw."""
     from base.kafkalog import wire_creations
@@ -102,7 +98,8 @@ def creation_epochs(zk_events: Iterable[Event]) -> dict[int, list[tuple[float, i
     return out
 
 
-def _own_epoch(epochs: dict[int, list[tuple[float, int]]], broker: int | None, t: float) -> int | None:
+def _epoch_at(epochs: dict[int, list[tuple[float, int]]], broker: int | None, t: float) -> int | None:
+    """Broker ``broker``'s registration epoch current at ``t`` (its last one at or before)."""
     if broker is None:
         return None
     current = None
@@ -163,7 +160,7 @@ def wire_events(frames: Iterable[Event], broker_events: Iterable[Event] = (), ru
             broker = rv.get("dst_broker")
             add(e.seq, "control_recv", e.t_wall, broker, request_id=rid, kind=api, **{"from": rv.get("controller_id")},
                 controller_epoch=rv.get("controller_epoch"), **inferred.get(req.seq, {"broker_epoch": None}),
-                max_broker_epoch=None, own_epoch=_own_epoch(epochs, broker, e.t_wall), max_controller_epoch_seen=None,
+                max_broker_epoch=None, own_epoch=_epoch_at(epochs, broker, e.t_wall), max_controller_epoch_seen=None,
                 outcome="applied" if code == 0 else "rejected", error_code=code, full=None,
                 partitions=_partitions(rv),
                 partition_errors=[p for p in _partitions(v) if p.get("error")] or None)
