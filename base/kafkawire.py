@@ -24,7 +24,9 @@ Kafka proxy (docs/kafkaproxy.md), whose ``kafka_frame`` events say the same thin
   control request that controller sent to the requester before answering: the incarnation the
   controller last addressed, which is what its cache held (KIP-380's controller builds every
   request from that cache; a pre-2.2 one from the registration it read); none sent yet: null, and
-  the checker cannot judge that shutdown. ``stop_replicas`` are the partitions of the StopReplica
+  the checker cannot judge that shutdown. A cache updated since that request (a registration the
+  controller read and has sent nothing for yet) makes it older than the truth: that can hide a
+  stale shutdown, not invent one. ``stop_replicas`` are the partitions of the StopReplica
   requests that controller sent to the requester, and ``leader_moves`` the partitions whose
   LeaderAndIsr (to anyone) named another leader than the requester where its last one named the
   requester, from the shutdown request until ``CAUSE_SLACK_S`` after the answer (the controller
