@@ -56,6 +56,8 @@ LOG = "broker log (base.kafkalog) and the observer's znode reads"
 PRE_380_EPOCHS = ("; no broker epoch in a request before 2.2 (KIP-380): each request's is its target's (a "
                   "ControlledShutdown's sender's) registration current when it was first sent, from the ZooKeeper "
                   "proxy's creates (broker_epoch_from), and the broker's own from those creates too")
+NO_PRE_380_EPOCHS = ("; no broker epoch in a request before 2.2 (KIP-380) and no ZooKeeper proxy (--zkproxy) to infer "
+                     "one from: only the controller-epoch cases")
 # before 2.2 a registration's log line names neither its epoch nor its session
 WIRE_REGISTRATIONS = ("; before 2.2 each registration's session and epoch are the ZooKeeper proxy's create of "
                       "its znode (base.kafkalog.with_wire_registrations)")
@@ -78,14 +80,21 @@ def kafka_feeds(version: str, *, kafkaproxy: bool, zkproxy: bool, queue: bool) -
             out[name] = Feed(LOG + ("" if epochs else WIRE_REGISTRATIONS if zkproxy else NO_WIRE_REGISTRATIONS))
         elif name == "control_request_epochs":
             out[name] = Feed("Kafka proxy: LeaderAndIsr/UpdateMetadata/StopReplica answers as control_recv, the "
-                             "broker's own epoch from its log" + ("" if epochs else PRE_380_EPOCHS)
+                             "broker's own epoch from its log" + ("" if epochs else PRE_380_EPOCHS if zkproxy else
+                                                                  NO_PRE_380_EPOCHS)
                              ) if kafkaproxy else Feed(unknown=NO_PROXY)
         elif name == "controlled_shutdown_epochs":
-            out[name] = Feed("Kafka proxy: the controller's answer to a ControlledShutdown as controlled_shutdown_handled: "
-                             "its cached epoch of the broker = the epoch of the last control request it sent the "
-                             "broker, its leader moves and StopReplicas = its requests from the shutdown request to 1 s "
-                             "after the answer (by time)" + ("" if epochs else PRE_380_EPOCHS)
-                             ) if kafkaproxy else Feed(unknown=NO_PROXY)
+            if not kafkaproxy:
+                out[name] = Feed(unknown=NO_PROXY)
+            elif not (epochs or zkproxy):  # every epoch it compares would be null: it would say valid of nothing
+                out[name] = Feed(unknown="before 2.2 (KIP-380) a ControlledShutdown and the control requests carry "
+                                         "no broker epoch, and without the ZooKeeper proxy (--zkproxy) none is inferred")
+            else:
+                out[name] = Feed("Kafka proxy: the controller's answer to a ControlledShutdown as "
+                                 "controlled_shutdown_handled: its cached epoch of the broker = the epoch of the last "
+                                 "control request it sent the broker, its leader moves and StopReplicas = its requests "
+                                 "from the shutdown request to 1 s after the answer (by time)"
+                                 + ("" if epochs else PRE_380_EPOCHS))
         elif name == "controller_epochs":
             out[name] = Feed("Kafka proxy: control requests as control_send (one controller per epoch); elections "
                              "are not seen, so their order is not judged") if kafkaproxy else Feed(unknown=NO_PROXY)

@@ -197,6 +197,11 @@ def test_every_checker_is_fed_or_unknown_with_a_reason() -> None:
     assert fed(kafka_feeds("3.9.1", kafkaproxy=False, zkproxy=False, queue=False)) == (
         "registration_epochs", "registration_liveness")
     assert feeds["partition_states"].as_dict()["valid"] == "unknown"
+    # before KIP-380 the epochs a shutdown is judged by are inferred from the ZooKeeper proxy's creates
+    assert "controlled_shutdown_epochs" in fed(kafka_feeds("2.1.1", kafkaproxy=True, zkproxy=True, queue=False))
+    old = kafka_feeds("2.1.1", kafkaproxy=True, zkproxy=False, queue=False)
+    assert "controlled_shutdown_epochs" not in fed(old) and "--zkproxy" in old["controlled_shutdown_epochs"].unknown
+    assert "only the controller-epoch cases" in str(old["control_request_epochs"].fed_from)
 
 
 def docs_table() -> dict[str, dict[str, str]]:
