@@ -37,8 +37,6 @@ UNKNOWN: dict[str, str] = {
     "single_registrant": NO_OWNER,
     "controller_write_fencing": "needs the controller's ZooKeeper writes with the /controller_epoch version each "
                                 "checked (controller_zk_write): inside the broker's ZooKeeper session, not logged",
-    "bounce_handling": "needs the live, dead and bounced sets the controller computed (broker_change): neither on "
-                       "the wire nor in the log",
     "controlled_shutdown_epochs": "needs the controller's cached epoch of the broker and the leader moves the "
                                   "shutdown caused (controlled_shutdown_handled): the wire shows the request and "
                                   "its answer only (mapped to controlled_shutdown)",
@@ -78,6 +76,11 @@ def kafka_feeds(version: str, *, kafkaproxy: bool, zkproxy: bool, queue: bool) -
                              "broker's own epoch from its log" + ("" if epochs else "; no broker epoch before 2.2 "
                                                                   "(KIP-380): only the controller-epoch cases")
                              ) if kafkaproxy else Feed(unknown=NO_PROXY)
+        elif name == "bounce_handling":
+            out[name] = Feed("the controller's log (each read of /brokers/ids: broker_change), the registrations ("
+                             + ("the broker's log" if epochs else "the ZooKeeper proxy's creates") + ") and the Kafka "
+                             "proxy's LeaderAndIsr and UpdateMetadata to the bounced broker (full: naming every "
+                             "partition named before)") if kafkaproxy else Feed(unknown=NO_PROXY)
         elif name == "controller_epochs":
             out[name] = Feed("Kafka proxy: control requests as control_send (one controller per epoch); elections "
                              "are not seen, so their order is not judged") if kafkaproxy else Feed(unknown=NO_PROXY)

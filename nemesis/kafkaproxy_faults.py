@@ -69,10 +69,3 @@ class KafkaProxyNemesis(WireRulesNemesis):
             client = self.need_client(op.f)
             out["released"] = sum(client.release(rid) for rid in removed)
         return out
-
-    def heal(self) -> dict[str, Any]:
-        out = super().heal()
-        client = self.client
-        if client is not None:
-            out["released"] = client.release()
-        return out

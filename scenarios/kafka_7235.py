@@ -19,6 +19,7 @@ controller's side in apache/kafka ``core/src/main/scala/kafka/controller/KafkaCo
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -100,6 +101,36 @@ class BounceBase(Scenario):
         return e2
 
 
+    # --- the same steps on released brokers (no agent events, no agents' admin protocol) ----------
+
+    def isr(self, ctx: RunContext, topic: str = TOPIC) -> list[int] | None:
+        try:
+            return list(json.loads(ctx.zk().get(zn.partition_state_path(topic, 0))[0])["isr"])
+        except Exception:  # noqa: BLE001 - not created yet, or being rewritten
+            return None
+
+    def prepare_on_kafka(self, ctx: RunContext, topic: str = TOPIC) -> tuple[int, int, int]:
+        """``prepare`` on released brokers: the topic created as Kafka's ZooKeeper-mode admin does
+        (``AdminZkClient.createTopicWithAssignment``: the config znode, then the assignment, which
+        the controller's TopicChange watch turns into a partition), B in sync when it returns."""
+        c = self.controller(ctx)
+        if c is None:
+            raise RuntimeError("no controller elected")
+        b = min(x for x in self.brokers if x != c)
+        replicas = [c, b, *(x for x in self.brokers if x not in (c, b))]
+        zk = ctx.zk()
+        zk.create(f"/config/topics/{topic}", json.dumps({"version": 1, "config": {}}).encode(), makepath=True)
+        zk.create(f"{zn.BROKER_TOPICS}/{topic}",
+                  json.dumps({"version": 1, "partitions": {"0": replicas}}).encode(), makepath=True)
+        e1 = self.epoch(ctx, b)
+        ctx.step(f"1. controller is broker {c}; created {topic}-0 replicas {replicas} in ZooKeeper (leader {c}); "
+                 f"B = broker {b} with epoch E1 = czxid {e1}")
+        isr = ctx.wait(lambda: (i := self.isr(ctx, topic)) and set(i) == set(replicas) and i, 30,
+                       f"{topic}-0's ISR to hold every replica")
+        ctx.step(f"   {topic}-0 ISR {isr}: broker {b} follows")
+        return c, b, e1 or 0
+
+
 class FastBounce(BounceBase):
     def play(self, ctx: RunContext) -> None:
         c, b, e1 = self.prepare(ctx)
@@ -115,6 +146,37 @@ class FastBounce(BounceBase):
         if ev is None:
             ctx.step(f"   broker {b} got no LeaderAndIsr with E2 = {e2}: its replica of {TOPIC}-0 stays offline")
         ctx.sleep(t_release + 3.2 - time.time())  # bounce_handling's grace: 3 s to send LeaderAndIsr
+
+    def play_on_kafka(self, ctx: RunContext) -> None:
+        """A real controller's event thread cannot be held from outside, but what it acts on can: the
+        ZooKeeper proxy holds the watch notifications on /brokers/ids to the controller's session
+        while B stops cleanly (controlled shutdown, session closed, znode deleted) and starts again
+        (a new znode, a new czxid). Released, they make the controller read /brokers/ids once, with
+        B back: the same id set. Kafka 2.1 compares ids only and does nothing (B's replica stays
+        offline, B out of the ISR); 2.2 on (KIP-380) compares czxids, sees B bounced and sends it a
+        full UpdateMetadata and a LeaderAndIsr with E2."""
+        c, b, e1 = self.prepare_on_kafka(ctx)
+        owner = ctx.zk().exists(zn.CONTROLLER)
+        session = owner.ephemeralOwner if owner is not None else None
+        rule = {"id": "hold-broker-watch", "comment": "KAFKA-7235 fast bounce: the controller learns late",
+                "match": {"dir": "s2c", "kind": "notification", "path_prefix": "/brokers/ids",
+                          **({"session_id": session} if session else {})},
+                "action": {"type": "hold"}}
+        ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[rule])
+        ctx.step(f"2. hold the watch notifications on /brokers/ids to controller {c}'s session {hx(session)} "
+                 "(ZooKeeper wire proxy)")
+        e2 = self.restart(ctx, b, e1)
+        ctx.step(f"3. restarted broker {b} (clean stop, then start) while the controller was not told: "
+                 f"/brokers/ids/{b} czxid {e1} → {e2}, same id set")
+        released = ctx.nemesis("zk_rules", "stop", ctx.zookeepers)
+        t_release = time.time()
+        n = (released.detail.get("released") if released is not None else None)
+        ctx.step(f"4. release the held notifications ({n}): controller {c} reads /brokers/ids once, broker {b} in it")
+        isr = ctx.wait(lambda: (i := self.isr(ctx)) and b in i and i, 10, f"broker {b} back in {TOPIC}-0's ISR")
+        ctx.step(f"   {TOPIC}-0 ISR {isr}: broker {b} follows again" if isr else
+                 f"   broker {b} is not back in {TOPIC}-0's ISR ({self.isr(ctx)}): no LeaderAndIsr reached "
+                 "its new incarnation, its replica stays offline")
+        ctx.sleep(t_release + 3.2 - time.time())
 
 
 class StaleStopReplica(BounceBase):
@@ -166,7 +228,9 @@ SCENARIOS = [
         id="KAFKA-7235-fast-bounce", title="KIP-380 (a): a fast bounce is missed, the broker's replicas stay offline",
         jira="KAFKA-7235", story=__doc__ or "", checkers=["bounce_handling"], bug_toggles=BUG,
         fixed_toggles=FIXED, brokers=THREE, needs_spark=True,
-        not_on_kafka=NOT_ON_KAFKA),
+        # released brokers: the controller's ZooKeeper watch is held on the wire, its requests seen on
+        # the Kafka proxy; 2.2.0 is the first release with KIP-380
+        not_on_kafka=None, kafka_proxy=True, kafka_fixed_in="2.2.0"),
     StaleStopReplica(
         id="KAFKA-7235-stale-stopreplica",
         title="KIP-380 (b): a StopReplica from before a bounce stops the new incarnation's follower",
