@@ -20,11 +20,14 @@ registration checkers and the timeline read a real broker's run like an agent's:
   and owner '..' does not match current session '..', trying to delete and re-create it`` →
   ``register_delete`` (owner, current session; Kafka logs neither the recorded session nor the result);
 - ``[KafkaServer id=N] Fatal error during KafkaServer startup`` → ``startup_failed``;
+- the controller's ``[Controller id=N] N successfully elected as the controller. Epoch incremented to
+  E and epoch zk version is now V`` → ``controller_elected`` (controller epoch E, the version V of
+  /controller_epoch its election wrote);
 - the controller's ``[Controller id=N] Newly added brokers: .., deleted brokers: .., [bounced brokers:
   .., ]all live brokers: ..`` (``KafkaController.BrokerChange.process``, logged each time it reads
   /brokers/ids) → ``broker_change`` with ``new``, ``dead`` and ``live`` (ids; each live broker's epoch
-  is the registration current then, filled in at merge time by ``with_view_epochs``) and
-  ``controller_epoch`` null (the line has none). KIP-380's ``bounced brokers`` (2.2 on; a 2.0/2.1
+  is the registration current then, filled in at merge time by ``with_view_epochs``) and the
+  ``controller_epoch`` of this broker's last election in its log (null if the log has none). KIP-380's ``bounced brokers`` (2.2 on; a 2.0/2.1
   controller has no such class) is kept as ``bounced_logged``, and ``bounced`` is null: the
   checkers tie an agent controller's ``bounced`` list to that controller's own sends, and a real
   controller's sends are the Kafka proxy's events, another source;
@@ -51,6 +54,8 @@ _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d,\d{3})([+-]\d{4})?\] 
 _STARTING = re.compile(r"^(?:\[KafkaServer id=(\d+)\] )?starting \(kafka\.server\.KafkaServer\)")
 _SHUTDOWN = re.compile(r"\[KafkaServer id=(\d+)\] shut down completed")
 _FATAL = re.compile(r"\[KafkaServer id=(\d+)\] Fatal error during KafkaServer startup")
+_ELECTED = re.compile(r"\[Controller id=(\d+)\] \d+ successfully elected as the controller\. Epoch incremented to "
+                      r"(\d+) and epoch zk version is now (-?\d+)")
 _BROKER_CHANGE = re.compile(r"\[Controller id=(\d+)\] Newly added brokers: ([\d,]*), deleted brokers: ([\d,]*), "
                             r"(?:bounced brokers: ([\d,]*), )?all live brokers: ([\d,]*)")
 _ESTABLISHED = re.compile(r"Session establishment complete on server (\S+), session ?id = (0x[0-9a-fA-F]+), "
@@ -101,6 +106,7 @@ def parse_broker_log(lines: Iterable[str], broker_id: int, session_timeout_ms: i
     lines of multi-line messages) say none."""
     out: list[ParsedEvent] = []
     session: int | None = None  # the session the broker's ZooKeeper client last established
+    controller_epoch: int | None = None  # the epoch of this broker's last election, as it logged it
     path = f"/brokers/ids/{broker_id}"
     for n, raw in enumerate(lines, 1):
         m = _LINE.match(raw.rstrip("\n"))
@@ -138,8 +144,11 @@ def parse_broker_log(lines: Iterable[str], broker_id: int, session_timeout_ms: i
                 permanent=True, retryable=False)
         elif (s := _DELETE_AND_RETRY.search(msg)) and s[1] == path:
             add("register_delete", owner=_session(s[2]), session_id=_session(s[3]))
+        elif (s := _ELECTED.search(msg)) and int(s[1]) == broker_id:
+            controller_epoch = int(s[2])
+            add("controller_elected", controller_epoch=controller_epoch, epoch_zk_version=int(s[3]), session_id=session)
         elif (s := _BROKER_CHANGE.search(msg)) and int(s[1]) == broker_id:
-            add("broker_change", controller_epoch=None, new=_ids(s[2]), dead=_ids(s[3]), bounced=None,
+            add("broker_change", controller_epoch=controller_epoch, new=_ids(s[2]), dead=_ids(s[3]), bounced=None,
                 bounced_logged=_ids(s[4]) if s[4] is not None else None,
                 live={str(b): None for b in _ids(s[5])}, reason="watch")
         elif (s := _FATAL.search(msg)) and int(s[1]) == broker_id:

@@ -82,8 +82,9 @@ def kafka_feeds(version: str, *, kafkaproxy: bool, zkproxy: bool, queue: bool) -
                              "proxy's LeaderAndIsr and UpdateMetadata to the bounced broker (full: naming every "
                              "partition named before)") if kafkaproxy else Feed(unknown=NO_PROXY)
         elif name == "controller_epochs":
-            out[name] = Feed("Kafka proxy: control requests as control_send (one controller per epoch); elections "
-                             "are not seen, so their order is not judged") if kafkaproxy else Feed(unknown=NO_PROXY)
+            out[name] = Feed("the controllers' logs (each election: controller_elected, epochs in order) and the "
+                             "Kafka proxy (control requests as control_send: one controller per epoch)"
+                             ) if kafkaproxy else Feed(unknown=NO_PROXY)
         elif name == "zxid_session":
             out[name] = Feed("ZooKeeper proxy: the brokers' sessions' reply zxids") if zkproxy else Feed(
                 unknown="no ZooKeeper proxy in this run (--zkproxy): no session's frames")
