@@ -78,7 +78,9 @@ def kafka_feeds(version: str, *, kafkaproxy: bool, zkproxy: bool, queue: bool) -
                              ) if kafkaproxy else Feed(unknown=NO_PROXY)
         elif name == "bounce_handling":
             out[name] = Feed("the controller's log (each read of /brokers/ids: broker_change), the registrations ("
-                             + ("the broker's log" if epochs else "the ZooKeeper proxy's creates") + ") and the Kafka "
+                             + ("the broker's log" if epochs else "the ZooKeeper proxy's creates" if zkproxy else
+                                "none before 2.2 without the ZooKeeper proxy: it says unknown itself")
+                             + ") and the Kafka "
                              "proxy's LeaderAndIsr and UpdateMetadata to the bounced broker (full: naming every "
                              "partition named before)") if kafkaproxy else Feed(unknown=NO_PROXY)
         elif name == "controller_epochs":
