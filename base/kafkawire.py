@@ -17,10 +17,11 @@ Kafka proxy (docs/kafkaproxy.md), whose ``kafka_frame`` events say the same thin
   and maps to no ``control_recv``;
 - a broker's ControlledShutdown → ``controlled_shutdown`` invoke, and its answer ok/fail.
 
-An UpdateMetadata is ``full`` (what a controller sends a broker it has just seen start: every
-partition, ``KafkaController.onBrokerStartup``) when it names every partition that the control
-requests seen before it named (LeaderAndIsr and UpdateMetadata; by count when the event's list is
-cut at ``MAX_PARTITIONS_IN_EVENT``): the wire has no flag for it; a LeaderAndIsr's ``full`` is null.
+``full`` is null: the wire has no flag for the UpdateMetadata a controller sends a broker it has
+just seen start (``KafkaController.onBrokerStartup``), and which partitions it must name is the
+controller's state (those with a leader, 3.x), not the wire's: a partition list seen before is no
+guide (after every broker was down, a new broker's first one names none). ``bounce_handling``
+takes any UpdateMetadata for such an event (docs/checking.md).
 
 Each derived event keeps the frame's time and is numbered in the proxy's order under source
 ``kafkawire``, with ``broker_id`` naming whose account it is; ``request_id`` is
@@ -75,22 +76,12 @@ def _partitions(frame: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in frame.get("partitions") or [] if isinstance(p, dict)]
 
 
-def _full(frame: dict[str, Any], known: set[tuple[Any, Any]]) -> bool:
-    """An UpdateMetadata names every partition the control requests before it named."""
-    listed = {(p.get("topic"), p.get("partition")) for p in _partitions(frame)}
-    count = frame.get("partition_count")
-    if isinstance(count, int) and count > len(listed):  # the event's list was cut: judge by count
-        return count >= len(known | listed)
-    return known <= listed
-
-
 def wire_events(frames: Iterable[Event], broker_events: Iterable[Event] = (), run: str = "") -> list[Event]:
     """The ``kafkawire`` events of a run's ``kafka_frame`` events (any order; the proxy's ``seq``
     decides), with own epochs from the brokers' ``register ok`` events."""
     epochs = registration_epochs(broker_events)
     out: list[Event] = []
     requests: dict[int, Event] = {}
-    known: set[tuple[Any, Any]] = set()  # the partitions the control requests so far named
 
     def add(f: str, t: float, who: int | None, type_: str = "event", **value: Any) -> None:
         out.append(Event(run=run, src=SOURCE, seq=len(out) + 1, t_wall=t, t_mono=0, type=type_, f=f,
@@ -105,12 +96,9 @@ def wire_events(frames: Iterable[Event], broker_events: Iterable[Event] = (), ru
         if kind == "request":
             requests[e.seq] = e
             if api in CONTROL_APIS:
-                full = _full(v, known) if api == "UpdateMetadata" else None
-                if api != "StopReplica":
-                    known.update((p.get("topic"), p.get("partition")) for p in _partitions(v))
                 add("control_send", e.t_wall, v.get("controller_id"), request_id=rid, kind=api,
                     target=v.get("dst_broker"), controller_epoch=v.get("controller_epoch"),
-                    broker_epoch=v.get("broker_epoch"), max_broker_epoch=None, epoch_map=None, full=full,
+                    broker_epoch=v.get("broker_epoch"), max_broker_epoch=None, epoch_map=None, full=None,
                     partitions=_partitions(v))
             elif api == "ControlledShutdown":
                 add("controlled_shutdown", e.t_wall, v.get("src_broker"), "invoke", broker=v.get("src_broker"),

@@ -81,8 +81,8 @@ def kafka_feeds(version: str, *, kafkaproxy: bool, zkproxy: bool, queue: bool) -
                              + ("the broker's log" if epochs else "the ZooKeeper proxy's creates" if zkproxy else
                                 "none before 2.2 without the ZooKeeper proxy: it says unknown itself")
                              + ") and the Kafka "
-                             "proxy's LeaderAndIsr and UpdateMetadata to the bounced broker (full: naming every "
-                             "partition named before)") if kafkaproxy else Feed(unknown=NO_PROXY)
+                             "proxy's LeaderAndIsr and UpdateMetadata to the re-registered broker (any UpdateMetadata: which "
+                             "partitions a full one names is the controller's state, not on the wire)") if kafkaproxy else Feed(unknown=NO_PROXY)
         elif name == "controller_epochs":
             out[name] = Feed("the controllers' logs (each election: controller_elected, epochs in order) and the "
                              "Kafka proxy (control requests as control_send: one controller per epoch)"

@@ -180,20 +180,3 @@ def test_harness_check_of_a_stored_kafka_run_counts_only_what_the_run_fed() -> N
     assert damaged["valid"] == "unknown"
     assert as_the_run_judged(result, {"kafka": None}) is result
 
-
-def test_an_update_metadata_is_full_when_it_names_every_partition_named_before() -> None:
-    """onBrokerStartup's UpdateMetadata carries every partition; the wire has no flag for it."""
-    p0, p1 = {"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}
-    frames = [
-        frame(1, 1.0, conn=1, correlation_id=1, kind="request", api="LeaderAndIsr", controller_id=1, dst_broker=2,
-              partitions=[p0, p1]),
-        frame(2, 2.0, conn=1, correlation_id=2, kind="request", api="UpdateMetadata", controller_id=1, dst_broker=2,
-              partitions=[p1]),
-        frame(3, 3.0, conn=1, correlation_id=3, kind="request", api="UpdateMetadata", controller_id=1, dst_broker=2,
-              partitions=[p0, p1]),
-        # an event's list cut at MAX_PARTITIONS_IN_EVENT: the count decides
-        frame(4, 4.0, conn=1, correlation_id=4, kind="request", api="UpdateMetadata", controller_id=1, dst_broker=2,
-              partitions=[p0], partition_count=2),
-    ]
-    sends = [e.value for e in wire_events(frames) if e.f == "control_send"]
-    assert [s["full"] for s in sends] == [None, False, True, True]
