@@ -142,7 +142,7 @@ OPS = "invoke ok fail info"
 FAULTS = (
     "isolate", "cut", "partition", "net_partition", "latency", "bandwidth", "reset_peer", "slow_close", "kill", "pause", "shutdown",
     "bounce", "fast_bounce", "wipe", "zk_rules", "hold_controller", "hold_alter_partition", "delay_request",
-    "hold_control", "drop_control", "delay_alter_partition",
+    "hold_control", "drop_control", "delay_alter_partition", "kafka_rules",
 )
 _FAULT_FIELDS = (
     "phase stage targets error reason instant seed result:json links toxics_removed grudge_map stream grudge direction "
