@@ -13,7 +13,8 @@ control-plane faults of real Kafka brokers (docs/nemesis.md), each one rule of t
 * ``kafka_rules``: the proxy rules in ``params['rules']`` as given (their own ``match``; targets are
   not used), for a story whose faults the named ones do not cover (KAFKA-14139 holds its leader's
   AlterPartition and drops a restarted follower's fetches); ``stop`` removes them and releases what
-  they hold, as ``hold_control``'s does.
+  they hold, as ``hold_control``'s does: those named in ``params['rule_ids']`` only, when given (a
+  story releases its hold while its cut stays).
 
 Targets are brokers (node names → broker ids, the proxy's ``dst_broker``/``src_broker``). ``heal()``
 clears every rule and releases every held frame. The proxy is the run's (``Cluster.kafkaproxy``),
@@ -72,12 +73,26 @@ class KafkaProxyNemesis(WireRulesNemesis):
                 return {"rule_ids": self.install(op.f, rules)}
             ids = self.install(op.f, [control_rule(op.f, self._brokers(op), op.params)])
             return {"rule_ids": ids}
-        removed = self.remove(op.f)
+        removed = self._remove_some(op) if op.f == "kafka_rules" and op.params.get("rule_ids") else self.remove(op.f)
         out: dict[str, Any] = {"rules_removed": removed}
         if op.f in ("hold_control", "kafka_rules"):  # a removed rule holds nothing more; what it held goes now, late
             client = self.need_client(op.f)
             out["released"] = sum(client.release(rid) for rid in removed)
         return out
+
+    def _remove_some(self, op: FaultOp) -> list[str]:
+        """Remove the rules of ``op.f`` named in ``rule_ids`` (the others stay installed)."""
+        wanted = op.params["rule_ids"]
+        if not isinstance(wanted, list) or not all(isinstance(r, str) for r in wanted):
+            raise ValueError(f"{op.f}: params.rule_ids must be a list of rule ids")
+        mine = self.installed.get(op.f, [])
+        if unknown := [r for r in wanted if r not in mine]:
+            raise ValueError(f"{op.f}: no rule {', '.join(unknown)} installed by it")
+        client = self.need_client(op.f)
+        for rid in wanted:
+            client.remove_rule(rid)
+        self.installed[op.f] = [r for r in mine if r not in wanted]
+        return list(wanted)
 
     def heal(self) -> dict[str, Any]:
         out = super().heal()

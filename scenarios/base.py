@@ -59,6 +59,11 @@ class Scenario:
         """The named clients the script invokes."""
         return {}
 
+    def kafka_clients(self) -> dict[str, Client]:
+        """The named clients ``play_on_kafka`` invokes: the same unless a client speaks only the
+        agents' protocol (then the story names one that speaks Kafka's)."""
+        return self.clients()
+
     def available(self) -> str | None:
         """None when runnable here, else why not (shown by --list, refused with exit 254): every
         toggle value must be one the agent in this build accepts."""
@@ -88,7 +93,8 @@ class Scenario:
         common: dict[str, Any] = dict(
             brokers=list(self.brokers), zk_overrides=dict(self.zk_overrides),
             script=self.play_on_kafka if kafka is not None else self.play,
-            clients=self.clients(), recovery=False, agents_end="kill", checkers=tuple(self.checkers),
+            clients=self.kafka_clients() if kafka is not None else self.clients(), recovery=False,
+            agents_end="kill", checkers=tuple(self.checkers),
             local_check=not (self.needs_spark or spark), margin_ms=self.margin_ms)
         if kafka is not None:
             if fixed:

@@ -85,7 +85,13 @@ def test_kafka_rules_installs_the_rules_given_and_its_stop_releases_what_they_he
              {"match": {"api": "Fetch", "kind": "request", "src_broker": 2, "dst_broker": 1}, "action": "drop"}]
     assert nem.invoke(FaultOp("kafka_rules", "start", [], {"rules": rules})) == {"rule_ids": ["r1", "r2"]}
     assert c.rules == {"r1": rules[0], "r2": rules[1]}
-    assert nem.invoke(FaultOp("kafka_rules", "stop", [], {})) == {"rules_removed": ["r1", "r2"], "released": 4}
+    # the hold goes, the cut stays
+    assert nem.invoke(FaultOp("kafka_rules", "stop", [], {"rule_ids": ["r1"]})) == {"rules_removed": ["r1"],
+                                                                                   "released": 2}
+    assert c.released == ["r1"] and list(c.rules) == ["r2"]
+    with pytest.raises(ValueError, match="no rule r1 installed by it"):
+        nem.invoke(FaultOp("kafka_rules", "stop", [], {"rule_ids": ["r1"]}))
+    assert nem.invoke(FaultOp("kafka_rules", "stop", [], {})) == {"rules_removed": ["r2"], "released": 2}
     assert c.released == ["r1", "r2"] and not c.rules
     with pytest.raises(ValueError, match="params.rules must be a non-empty list"):
         nem.invoke(FaultOp("kafka_rules", "start", [], {"rules": []}))
