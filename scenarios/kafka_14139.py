@@ -185,7 +185,7 @@ class Kafka14139(BounceBase):
         made = ctx.invoke("admin", "create_topic", topic=TOPIC, replicas={0: [a, b]})
         ctx.step(f"0. controller is broker {c}; created {TOPIC}-0 with replicas [A={a}, B={b}]: {made.type} "
                  f"{made.value.get('replicas') or made.value.get('error')}")
-        if not ctx.wait(lambda: (self._state(ctx) or {}).get("isr") == [a, b], 60, f"ISR [{a}, {b}]"):
+        if made.type != "ok" or not ctx.wait(lambda: (self._state(ctx) or {}).get("isr") == [a, b], 60, f"ISR [{a}, {b}]"):
             return
         ctx.nemesis("shutdown", "start", [nb])
         if not ctx.wait(lambda: (self._state(ctx) or {}).get("isr") == [a], 60, f"ISR [{a}]"):

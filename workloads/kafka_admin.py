@@ -53,7 +53,8 @@ class KafkaAdminClient:
         config = {"min.insync.replicas": str(self.min_insync_replicas), "unclean.leader.election.enable": "false"}
         assignment = [replicas[p] for p in range(len(replicas))]
         try:
-            admin.create_topics([NewTopic(topic, replica_assignment=assignment, config=config)],
+            admin.create_topics([NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment,
+                                          config=config)],
                                 request_timeout=self.timeout_s)[topic].result(timeout=self.timeout_s)
         except KafkaException as e:
             err = e.args[0]
