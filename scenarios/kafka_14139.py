@@ -209,7 +209,7 @@ class Kafka14139(BounceBase):
                                           and v.get("action") == "hold", mark), 60, "A's AlterPartition adding B")
         if not held:
             return
-        isr = [p.get("isr") for p in held.get("partitions") or []]
+        isr = next((p.get("isr") for p in held.get("partitions") or []), None)
         ctx.step(f"2. A's AlterPartition {held.get('conn')}:{held.get('correlation_id')} (v{held.get('api_version')}, "
                  f"new ISR {isr}, broker_epoch {held.get('broker_epoch')}) is held on the wire (at most "
                  f"{HOLD_CAP_MS / 1000:.0f} s)")
@@ -239,8 +239,10 @@ class Kafka14139(BounceBase):
         reply = ctx.wait(lambda: wire.find(lambda v: v.get("api") == "AlterPartition" and v.get("kind") == "response",
                                            mark), 10, "the controller's answer to the AlterPartition")
         if reply:
+            answered = [{k: p.get(k) for k in ("partition", "error", "leader", "leader_epoch", "isr", "partition_epoch")
+                         if p.get(k) is not None} for p in reply.get("partitions") or []]  # the topic is an id here
             ctx.step(f"6. the held AlterPartition ({n} released) reaches the controller: error "
-                     f"{reply.get('error') or 'NONE'}, partitions {reply.get('partitions')}")
+                     f"{reply.get('error') or 'NONE'}, {TOPIC}: {answered}")
         ctx.step(f"   partition state now {self._state(ctx)}")
         ctx.nemesis("kill", "start", [na])
         ctx.step("7. A fails (SIGKILL)")
