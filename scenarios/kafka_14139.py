@@ -16,6 +16,18 @@ restarted, and a ``final_read`` takes the partition from whichever broker leads 
 the empty B leads and ``queue_lost_write`` names every acknowledged send, the partition states
 (leader@epoch) between the ack and the read, and the brokers' epochs; with KIP-903 A leads again
 and the final read holds every acknowledged record.
+
+On released brokers (``--kafka VERSION``, 2.7+; ``play_on_kafka``) the story is the same, told on the
+wire: the ZooKeeper-mode controller has no KIP-903 in any release, so every release reproduces it.
+Three brokers sit behind the Kafka proxy; B leaves the ISR by a controlled shutdown, the records are
+acknowledged by A alone, and a proxy rule holds A's AlterPartition (AlterIsr before 3.2) when B's
+restart catches up. B is SIGKILLed; once its session expired it restarts with an empty log dir, and
+another rule drops its fetches to A. The held request is released after the controller sent the new
+B its LeaderAndIsr (before, it would refuse B as not live: KIP-841), at most 25 s after A sent it
+(A's channel to the controller times a request out at 30 s and would resend it). The controller
+commits ISR [A, B]; A is killed, B elected. ``isr_expansion`` reads the wire (``base.kafkawire``:
+the fetch the expansion rests on carries B's previous epoch in Fetch v15+) and the observer's
+partition states; ``queue_lost_write`` the final read through confluent-kafka.
 """
 
 from __future__ import annotations
