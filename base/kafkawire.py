@@ -23,7 +23,8 @@ Kafka proxy (docs/kafkaproxy.md), whose ``kafka_frame`` events say the same thin
   - a replica's Fetch to a partition's leader that the leader answered without an error for that
     partition → ``fetch`` by the leader (``broker_id`` = ``leader`` = the broker whose listener it
     reached), ``replica`` its replica id, ``replica_epoch`` the fetching broker's epoch as the request
-    carries it (Fetch v15+, KIP-903's ReplicaState; -1 when the broker did not know it yet), -1
+    carries it (Fetch v15+, KIP-903's ReplicaState; -1 when the broker did not know it yet; a 3.9.1
+    broker in ZooKeeper mode sends its registration's czxid, seen in the KAFKA-14139 runs), -1
     when the version carries none (before v15:
     like the -1 Kafka sends, it names no incarnation and the checker judges it by the replica's
     process starts), null for a v15+ frame written without it, ``fetch_offset`` and ``leader_epoch`` (the
