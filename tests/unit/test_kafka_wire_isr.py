@@ -158,3 +158,13 @@ def test_the_observer_writes_a_state_znode_as_a_partition_state_with_its_version
     assert obs.events.events == [("partition_state", {  # type: ignore[attr-defined]
         "broker_id": None, "topic": "t14139", "partition": 0, "leader": 1, "leader_epoch": 1, "isr": [1, 3],
         "controller_epoch": 1, "zk_version": 2, "zxid": 4294967403})]
+
+
+def test_the_timeline_shows_the_held_request_and_the_controllers_answer() -> None:
+    from scenarios.timeline import _line
+
+    out = isr_events(story(), "r")
+    lines = [_line({"f": e.f, "type": e.type, "value": e.value, "src": e.src, "process": e.process}) for e in out]
+    assert lines[:2] == [None, None]  # fetches: too many to show
+    assert "b1 AlterPartition 28:0 ISR [1, 3] [bold]held[/], based on fetch {'3': 'kafkawire/2'}" in (lines[2] or "")
+    assert "controller b2 answers AlterPartition 28:0: accepted error 0, ISR [1, 3]" in (lines[3] or "")
