@@ -48,6 +48,9 @@ class Scenario:
     # the real-broker run puts the brokers' inter-broker listeners behind the Kafka wire proxy
     # (docs/kafkaproxy.md): the story holds, captures or replays the controller's requests there
     kafka_proxy: bool = False
+    # the first Kafka release the real-broker story can be told on, and why none before it can
+    # (``--kafka`` with an older release is refused: a run there would judge nothing)
+    kafka_since: tuple[str, str] | None = None
 
     def fixed_on(self, version: str) -> bool:
         """Kafka ``version`` carries this story's fix."""

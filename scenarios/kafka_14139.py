@@ -190,13 +190,6 @@ class Kafka14139(BounceBase):
         A's AlterPartition is held on the wire, and the restarted B's fetches to A are dropped there
         (broker to broker traffic has no Toxiproxy link). What the agents say of themselves is read
         from ZooKeeper (partition state, registrations) and from the proxy's frames."""
-        from base.components.kafka import parse_version
-
-        if ctx.spec.kafka is not None and parse_version(ctx.spec.kafka.version) < (2, 7, 0):
-            # no run of the story: the loss needs the controller to commit a leader's stale request
-            ctx.step(f"Kafka {ctx.spec.kafka.version} has no AlterIsr (KIP-497, 2.7): its leaders write their ISR "
-                     "changes to ZooKeeper themselves, and there is no request to hold")
-            return
         wire = WireFrames(ctx.run_dir / "events" / "kafkaproxy.jsonl")
         c = self.controller(ctx)
         a, b = sorted(x for x in self.brokers if x != c)[:2]
@@ -294,4 +287,6 @@ SCENARIO = Kafka14139(
     not_on_kafka=None,
     kafka_proxy=True,
     kafka_fixed_in=None,
+    kafka_since=("2.7.0", "before it a leader writes its ISR changes to ZooKeeper itself (AlterIsr is KIP-497's, "
+                          "2.7): there is no request to hold"),
 )

@@ -3,9 +3,14 @@ as it reads them while the proxy writes, and the scenario's test for a release."
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
+import pytest
+
+from base.errors import UsageError
+from harness.commands.repro import kafka_option
 from harness.spec import ANOMALY, KafkaBrokers
 from nemesis.kafkaproxy.rules import parse_rules
 from nemesis.registry import HOLD_CAP_MS
@@ -51,3 +56,11 @@ def test_on_a_release_the_story_runs_behind_the_proxy_with_kafka_clients_and_exp
     assert isinstance(spec.clients["admin"], KafkaAdminClient) and isinstance(spec.clients["queue"], KafkaQueueClient)
     agents = SCENARIO.spec(False)
     assert not isinstance(agents.clients["queue"], KafkaQueueClient)  # the agents keep their own protocol
+
+
+def test_a_release_without_alter_isr_is_refused_in_one_line() -> None:
+    args = argparse.Namespace(kafka="2.6.3", zk_socket=None, zk_hosts=None, fixed=False)
+    with pytest.raises(UsageError, match=r"--kafka: KAFKA-14139 runs on Kafka 2.7.0 and later, not 2.6.3: before it"):
+        kafka_option(args, SCENARIO)
+    args.kafka = "2.7.0"
+    assert kafka_option(args, SCENARIO).version == "2.7.0"
