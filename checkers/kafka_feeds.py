@@ -3,8 +3,9 @@
 two equal).
 
 A broker writes no events of its own: its log (``base.kafkalog``: starts, sessions, registrations),
-the observer's znode reads, the Kafka wire proxy's frames mapped onto the agents' kinds
-(``base.kafkawire``: ``control_send``, ``control_recv``, ``controlled_shutdown``), the ZooKeeper
+the observer's znode reads (registrations, and the partition states), the Kafka wire proxy's frames
+mapped onto the agents' kinds (``base.kafkawire``: ``control_send``, ``control_recv``,
+``controlled_shutdown``; ``fetch``, ``alter_partition``, ``alter_partition_handled``), the ZooKeeper
 wire proxy's frames and the workload's Kafka client are what there is. A checker whose inputs none
 of them gives is not run: it would find nothing wrong in nothing and say valid. The run lists it
 as ``unknown`` with the reason (``results.feeds``); the verdict is over the checkers that ran.
@@ -31,6 +32,11 @@ class Feed:
 
 
 KIP_380 = (2, 2)  # broker epochs: registrations and control requests carry them from 2.2
+KIP_497 = (2, 7)  # AlterIsr: from 2.7 a leader asks the controller to change its ISR (AlterPartition from 3.2)
+ISR_FROM_WIRE = ("Kafka proxy: AlterPartition/AlterIsr requests and answers as alter_partition(_handled), the "
+                 "replicas' answered fetches as fetch (based_on_fetch inferred: the replica's last fetch to the "
+                 "leader before the request), the committed states and zxids from the observer's reads")
+NO_ALTER_ISR = "before 2.7 a leader writes its ISR changes to ZooKeeper itself: no AlterIsr to see"
 NO_PROXY = "no Kafka proxy in this run (--kafkaproxy, or one of its faults): the control plane is not seen"
 NO_OWNER = "a broker's log names no registration's owner session (register.owner), which it compares"
 UNKNOWN: dict[str, str] = {
@@ -40,8 +46,6 @@ UNKNOWN: dict[str, str] = {
     "controlled_shutdown_epochs": "needs the controller's cached epoch of the broker and the leader moves the "
                                   "shutdown caused (controlled_shutdown_handled): the wire shows the request and "
                                   "its answer only (mapped to controlled_shutdown)",
-    "isr_expansion": "needs the fetch each ISR expansion rests on (AlterPartition's based_on_fetch) and the "
-                     "committed partition states with their zxids: neither is on the wire",
     "partition_states": "needs the partition states in ZooKeeper commit (zxid) order: LeaderAndIsr carries them in "
                         "each broker's queue order, which a held or dropped request reorders",
     "max_broker_epoch": "ZooKeeper-mode Kafka has no max-broker-epoch mode (an agents' toggle): no request carries "
@@ -83,6 +87,9 @@ def kafka_feeds(version: str, *, kafkaproxy: bool, zkproxy: bool, queue: bool) -
                              + ") and the Kafka "
                              "proxy's LeaderAndIsr and UpdateMetadata to the re-registered broker (any UpdateMetadata: which "
                              "partitions a full one names is the controller's state, not on the wire)") if kafkaproxy else Feed(unknown=NO_PROXY)
+        elif name == "isr_expansion":
+            out[name] = (Feed(unknown=NO_ALTER_ISR) if version_tuple(version) < KIP_497 else
+                         Feed(ISR_FROM_WIRE) if kafkaproxy else Feed(unknown=NO_PROXY))
         elif name == "controller_epochs":
             out[name] = Feed("the controllers' logs (each election: controller_elected, epochs in order) and the "
                              "Kafka proxy (control requests as control_send: one controller per epoch)"

@@ -10,6 +10,11 @@ control-plane faults of real Kafka brokers (docs/nemesis.md), each one rule of t
 * ``drop_control``: drop those requests (the controller times each out and resends it).
 * ``delay_alter_partition``: delay the target brokers' AlterPartition (AlterIsr before 3.2) requests
   to the controller by ``delay_ms``.
+* ``kafka_rules``: the proxy rules in ``params['rules']`` as given (their own ``match``; targets are
+  not used), for a story whose faults the named ones do not cover (KAFKA-14139 holds its leader's
+  AlterPartition and drops a restarted follower's fetches); ``stop`` removes them and releases what
+  they hold, as ``hold_control``'s does: those named in ``params['rule_ids']`` only, when given (a
+  story releases its hold while its cut stays).
 
 Targets are brokers (node names → broker ids, the proxy's ``dst_broker``/``src_broker``). ``heal()``
 clears every rule and releases every held frame. The proxy is the run's (``Cluster.kafkaproxy``),
@@ -61,11 +66,31 @@ class KafkaProxyNemesis(WireRulesNemesis):
 
     def invoke(self, op: FaultOp) -> dict[str, Any]:
         if op.phase == "start":
+            if op.f == "kafka_rules":
+                rules = op.params.get("rules")
+                if not isinstance(rules, list) or not rules:
+                    raise ValueError("kafka_rules: params.rules must be a non-empty list of rule tables")
+                return {"rule_ids": self.install(op.f, rules)}
             ids = self.install(op.f, [control_rule(op.f, self._brokers(op), op.params)])
             return {"rule_ids": ids}
-        removed = self.remove(op.f)
+        removed = self._remove_some(op) if op.f == "kafka_rules" and op.params.get("rule_ids") else self.remove(op.f)
         out: dict[str, Any] = {"rules_removed": removed}
-        if op.f == "hold_control":  # a removed rule holds nothing more; what it held goes now, late
+        if op.f in ("hold_control", "kafka_rules"):  # a removed rule holds nothing more; what it held goes now, late
             client = self.need_client(op.f)
             out["released"] = sum(client.release(rid) for rid in removed)
         return out
+
+    def _remove_some(self, op: FaultOp) -> list[str]:
+        """Remove the rules of ``op.f`` named in ``rule_ids`` (the others stay installed)."""
+        wanted = op.params["rule_ids"]
+        if not isinstance(wanted, list) or not all(isinstance(r, str) for r in wanted):
+            raise ValueError(f"{op.f}: params.rule_ids must be a list of rule ids")
+        mine = self.installed.get(op.f, [])
+        if unknown := [r for r in wanted if r not in mine]:
+            raise ValueError(f"{op.f}: no rule {', '.join(unknown)} installed by it")
+        client = self.need_client(op.f)
+        for rid in wanted:
+            client.remove_rule(rid)
+        self.installed[op.f] = [r for r in mine if r not in wanted]
+        return list(wanted)
+

@@ -108,7 +108,9 @@ def test_every_checker_is_fed_or_unknown_with_a_reason() -> None:
     assert list(feeds) == list(CHECKER_NAMES)
     assert all((f.fed_from is None) != (f.unknown is None) for f in feeds.values())
     assert fed(feeds) == ("registration_epochs", "registration_liveness", "control_request_epochs",
-                          "controller_epochs", "bounce_handling")
+                          "controller_epochs", "bounce_handling", "isr_expansion")
+    # before 2.7 a leader writes its ISR itself: no AlterIsr on the wire
+    assert kafka_feeds("2.6.3", kafkaproxy=True, zkproxy=False, queue=False)["isr_expansion"].fed_from is None
     assert fed(kafka_feeds("3.9.1", kafkaproxy=False, zkproxy=False, queue=False)) == (
         "registration_epochs", "registration_liveness")
     assert feeds["partition_states"].as_dict()["valid"] == "unknown"
