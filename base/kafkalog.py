@@ -20,6 +20,17 @@ registration checkers and the timeline read a real broker's run like an agent's:
   and owner '..' does not match current session '..', trying to delete and re-create it`` →
   ``register_delete`` (owner, current session; Kafka logs neither the recorded session nor the result);
 - ``[KafkaServer id=N] Fatal error during KafkaServer startup`` → ``startup_failed``;
+- the controller's ``[Controller id=N] N successfully elected as the controller. Epoch incremented to
+  E and epoch zk version is now V`` → ``controller_elected`` (controller epoch E, the version V of
+  /controller_epoch its election wrote);
+- the controller's ``[Controller id=N] Newly added brokers: .., deleted brokers: .., [bounced brokers:
+  .., ]all live brokers: ..`` (``KafkaController.BrokerChange.process``, logged each time it reads
+  /brokers/ids) → ``broker_change`` with ``new``, ``dead`` and ``live`` (ids; each live broker's epoch
+  is the registration current then, filled in at merge time by ``with_view_epochs``) and the
+  ``controller_epoch`` of this broker's last election in its log (null if the log has none). KIP-380's ``bounced brokers`` (2.2 on; a 2.0/2.1
+  controller has no such class) is kept as ``bounced_logged``, and ``bounced`` is null: the
+  checkers tie an agent controller's ``bounced`` list to that controller's own sends, and a real
+  controller's sends are the Kafka proxy's events, another source;
 - ``[KafkaServer id=N] shut down completed`` → ``agent_stop``.
 
 Timestamps are the log's (``[yyyy-MM-dd HH:mm:ss,SSS+zzzz]``, or without a zone: UTC, which the
@@ -43,6 +54,10 @@ _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d,\d{3})([+-]\d{4})?\] 
 _STARTING = re.compile(r"^(?:\[KafkaServer id=(\d+)\] )?starting \(kafka\.server\.KafkaServer\)")
 _SHUTDOWN = re.compile(r"\[KafkaServer id=(\d+)\] shut down completed")
 _FATAL = re.compile(r"\[KafkaServer id=(\d+)\] Fatal error during KafkaServer startup")
+_ELECTED = re.compile(r"\[Controller id=(\d+)\] \d+ successfully elected as the controller\. Epoch incremented to "
+                      r"(\d+) and epoch zk version is now (-?\d+)")
+_BROKER_CHANGE = re.compile(r"\[Controller id=(\d+)\] Newly added brokers: ([\d,]*), deleted brokers: ([\d,]*), "
+                            r"(?:bounced brokers: ([\d,]*), )?all live brokers: ([\d,]*)")
 _ESTABLISHED = re.compile(r"Session establishment complete on server (\S+), session ?id = (0x[0-9a-fA-F]+), "
                           r"negotiated timeout = (\d+)")
 _EXPIRED = re.compile(r"Unable to reconnect to ZooKeeper service, session (0x[0-9a-fA-F]+) has expired")
@@ -72,6 +87,10 @@ class ParsedEvent:
     line: int = 0  # the 1-based log line it comes from
 
 
+def _ids(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
 def _session(text: str) -> int:
     return int(text, 16) if text.lower().startswith("0x") else int(text)
 
@@ -87,6 +106,7 @@ def parse_broker_log(lines: Iterable[str], broker_id: int, session_timeout_ms: i
     lines of multi-line messages) say none."""
     out: list[ParsedEvent] = []
     session: int | None = None  # the session the broker's ZooKeeper client last established
+    controller_epoch: int | None = None  # the epoch of this broker's last election, as it logged it
     path = f"/brokers/ids/{broker_id}"
     for n, raw in enumerate(lines, 1):
         m = _LINE.match(raw.rstrip("\n"))
@@ -124,6 +144,13 @@ def parse_broker_log(lines: Iterable[str], broker_id: int, session_timeout_ms: i
                 permanent=True, retryable=False)
         elif (s := _DELETE_AND_RETRY.search(msg)) and s[1] == path:
             add("register_delete", owner=_session(s[2]), session_id=_session(s[3]))
+        elif (s := _ELECTED.search(msg)) and int(s[1]) == broker_id:
+            controller_epoch = int(s[2])
+            add("controller_elected", controller_epoch=controller_epoch, epoch_zk_version=int(s[3]), session_id=session)
+        elif (s := _BROKER_CHANGE.search(msg)) and int(s[1]) == broker_id:
+            add("broker_change", controller_epoch=controller_epoch, new=_ids(s[2]), dead=_ids(s[3]), bounced=None,
+                bounced_logged=_ids(s[4]) if s[4] is not None else None,
+                live={str(b): None for b in _ids(s[5])}, reason="watch")
         elif (s := _FATAL.search(msg)) and int(s[1]) == broker_id:
             add("startup_failed", reason="Fatal error during KafkaServer startup")
         elif (s := _SHUTDOWN.search(msg)) and int(s[1]) == broker_id:
@@ -203,6 +230,33 @@ def with_wire_registrations(sources: list[Iterable[Event]], wire: Iterable[Event
                      {**v, "session_id": session, "epoch": czxid, "czxid": czxid, "wire_event": wire_id})
 
     return [map(fill, events) for events in sources]
+
+
+def with_view_epochs(sources: list[Iterable[Event]], brokers: Sequence[int]) -> list[Iterable[Event]]:
+    """``sources`` with each ``broker_change`` of a real controller's log (the streams at indexes
+    ``brokers``, read here) given, for each live broker, the epoch of its registration current
+    then (``register ok`` up to ``WIRE_SLACK_S`` after the line: the controller reads the czxid with
+    the ids, and the broker logs its registration after the create's reply); None where no
+    registration names one (before 2.2 without the ZooKeeper proxy)."""
+    read = {i: list(sources[i]) for i in brokers}
+    regs: dict[str, list[tuple[float, int]]] = {}
+    for events in read.values():
+        for e in events:
+            if e.f == "register" and e.type == "ok" and isinstance(e.value.get("epoch"), int):
+                regs.setdefault(str(e.value.get("broker_id")), []).append((e.t_wall, e.value["epoch"]))
+
+    def epoch_at(b: str, t: float) -> int | None:
+        seen = [epoch for at, epoch in sorted(regs.get(b, [])) if at <= t + WIRE_SLACK_S]
+        return seen[-1] if seen else None
+
+    def fill(e: Event) -> Event:
+        live = e.value.get("live")
+        if e.f != "broker_change" or not isinstance(live, dict) or any(v is not None for v in live.values()):
+            return e
+        return Event(e.run, e.src, e.seq, e.t_wall, e.t_mono, e.type, e.f, e.process,
+                     {**e.value, "live": {b: epoch_at(b, e.t_wall) for b in live}})
+
+    return [[fill(e) for e in read[i]] if i in read else s for i, s in enumerate(sources)]
 
 
 def write_events(events: Iterable[Event], path: Path) -> Path:

@@ -46,6 +46,45 @@ side of the newer incarnation: a request sent in the instant after a re-registra
 built for the new one, so the inference can hide a stale request sent then, never invent one. A
 2.2+ request's own ``broker_epoch`` is taken as it is (no ``broker_epoch_from``).
 
+- the ISR expansion's account (``isr_events``; Kafka 2.7+, whose leaders ask the controller with
+  AlterIsr, renamed AlterPartition in 3.2), for ``isr_expansion``:
+
+  - a replica's Fetch to a partition's leader that the leader answered without an error for that
+    partition → ``fetch`` by the leader (``broker_id`` = ``leader`` = the broker whose listener it
+    reached), ``replica`` its replica id, ``replica_epoch`` the fetching broker's epoch as the request
+    carries it (Fetch v15+, KIP-903's ReplicaState; -1 when the broker did not know it yet; a 3.9.1
+    broker in ZooKeeper mode sends its registration's czxid, seen in the KAFKA-14139 runs), -1
+    when the version carries none (before v15:
+    like the -1 Kafka sends, it names no incarnation and the checker judges it by the replica's
+    process starts), null for a v15+ frame written without it, ``fetch_offset`` and ``leader_epoch`` (the
+    request's current leader epoch) per partition. A fetch dropped, or answered with an error for
+    the partition, did not reach the leader's follower state and maps to none. Fetch sessions
+    (KIP-227) name a partition only when the follower's position changed, so a caught-up follower's
+    empty fetches say nothing: the last fetch naming the partition is the one that moved it;
+  - a leader's AlterPartition (AlterIsr) request → ``alter_partition`` by it (``request_id``
+    ``<conn>:<correlation id>``, the request's broker epoch, leader epoch, partition epoch and new
+    ISR, with its epochs from v3, else -1), ``held`` when a proxy rule held it. ``based_on_fetch``
+    is INFERRED: for each replica of the new ISR, the last ``fetch`` above by that replica to this
+    leader for the partition before the request, by the proxy's order. Kafka's leader sends the
+    expansion from the fetch that caught the follower up (Partition.maybeExpandIsr runs in the
+    fetch's handling) and one fetcher thread fetches a partition, so that is the fetch it rests on;
+    a replica with no such fetch is left out (the checker then says unknown);
+  - the controller's answer → ``alter_partition_handled`` by the broker whose listener the request
+    reached (the controller), one per partition: ``outcome`` ``accepted`` when neither the top level
+    nor the partition carries an error (a ZooKeeper-mode controller answers so only after its
+    conditional write of the new state), else ``rejected``; ``isr``, ``leader_epoch`` and
+    ``partition_epoch`` (the new state's znode version) as answered; ``live`` and ``ineligible`` null
+    (the controller's view is not on the wire). A request with no answer maps to none.
+
+  Frames from 2.8 on name topics by id in AlterPartition v2+ and Fetch v13+; the names come from the
+  LeaderAndIsr/UpdateMetadata frames that carry both (``topic_names``), and an id no frame names
+  stays the id. The committed states with their zxids are the observer's (``harness.observer``).
+``full`` is null: the wire has no flag for the UpdateMetadata a controller sends a broker it has
+just seen start (``KafkaController.onBrokerStartup``), and which partitions it must name is the
+controller's state (those with a leader, 3.x), not the wire's: a partition list seen before is no
+guide (after every broker was down, a new broker's first one names none). ``bounce_handling``
+takes any UpdateMetadata for such an event (docs/checking.md).
+
 Each derived event keeps the frame's time and is numbered in the proxy's order under source
 ``kafkawire``, with ``broker_id`` naming whose account it is; ``request_id`` is
 ``<conn>:<correlation id>`` (unique per proxy connection). The fields the contract says every writer
@@ -55,6 +94,7 @@ writes (``history.kinds.WRITTEN``) are present, null where the wire does not car
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -232,6 +272,119 @@ def _shutdown_handled(req: Event, answer: Event, sends: list[Event], epoch: dict
             "remaining_leaders": [f"{p.get('topic')}-{p.get('partition')}" for p in _partitions(av)]}
 
 
+FETCH_REPLICA_STATE = 15  # Fetch v15 (Kafka 3.5, KIP-903): ReplicaState {ReplicaId, ReplicaEpoch}
+# what a Kafka proxy rule did with a frame that the broker then read (``nemesis.wireproxy`` actions)
+_DELIVERED = ("forward", "delay", "duplicate", "hold")
+
+
+def topic_names(frames: Iterable[Event]) -> dict[str, str]:
+    """Topic id → name, from the frames that carry both (LeaderAndIsr v5+, UpdateMetadata v7+)."""
+    out: dict[str, str] = {}
+    for e in frames:
+        for p in _partitions(e.value) if e.f == "kafka_frame" else []:
+            if isinstance(p.get("topic_id"), str) and isinstance(p.get("topic"), str) and p["topic"] != p["topic_id"]:
+                out[p["topic_id"]] = p["topic"]
+    return out
+
+
+def _errors_by_partition(frame: dict[str, Any], names: dict[str, str]) -> dict[tuple[Any, Any], str]:
+    return {(names.get(p.get("topic"), p.get("topic")), p.get("partition")): p["error"]
+            for p in _partitions(frame) if p.get("error")}
+
+
+def isr_events(frames: Iterable[Event], run: str = "") -> list[Event]:
+    """The ``fetch``, ``alter_partition`` and ``alter_partition_handled`` events of a run's
+    ``kafka_frame`` events (the module's docstring says what each is and what is inferred), in the
+    proxy's order of the frames they come from, numbered 1.. under ``kafkawire`` (``based_on_fetch``
+    cites those numbers; ``map_run_frames`` renumbers them with the control plane's)."""
+    ordered = sorted((e for e in frames if e.f == "kafka_frame" and e.value.get("decoded")), key=lambda e: e.seq)
+    names = topic_names(ordered)
+    answers = {e.value["req_seq"]: e for e in ordered if e.value.get("kind") == "response"
+               and e.value.get("api") in ("Fetch", "AlterPartition") and isinstance(e.value.get("req_seq"), int)}
+    made: list[tuple[int, int, Event]] = []  # (frame seq, order within it, event)
+    last_fetch: dict[tuple[Any, ...], Event] = {}  # (leader, replica, topic, partition) → its last fetch
+    bases: list[tuple[Event, dict[str, Event]]] = []
+
+    def add(at: Event, f: str, who: Any, **value: Any) -> Event:
+        ev = Event(run=run, src=SOURCE, seq=0, t_wall=at.t_wall, t_mono=0, type="event", f=f, process=who,
+                   value={"broker_id": who, **value})
+        made.append((at.seq, len(made), ev))
+        return ev
+
+    def name(p: dict[str, Any]) -> Any:
+        return names.get(p.get("topic"), p.get("topic"))
+
+    for e in ordered:
+        v = e.value
+        if v.get("kind") != "request" or v.get("api") not in ("Fetch", "AlterPartition"):
+            continue
+        rid, answer = f"{v.get('conn')}:{v.get('correlation_id')}", answers.get(e.seq)
+        if v.get("api") == "Fetch":
+            replica = v.get("replica_id")
+            if not isinstance(replica, int) or replica < 0 or answer is None or answer.value.get("error") \
+                    or v.get("action") not in _DELIVERED:
+                continue  # a consumer's fetch, or one the leader did not act on
+            refused = {(name(p), p.get("partition")) for p in _partitions(answer.value) if p.get("error")}
+            # v15+ carries the epoch (a frame written without it says nothing); before v15 none is sent
+            epoch = v.get("replica_epoch") if (v.get("api_version") or 0) >= FETCH_REPLICA_STATE else -1
+            for p in _partitions(v):
+                if (name(p), p.get("partition")) in refused:
+                    continue
+                last_fetch[(v.get("dst_broker"), replica, name(p), p.get("partition"))] = add(
+                    e, "fetch", v.get("dst_broker"), topic=name(p), partition=p.get("partition"), replica=replica,
+                    replica_epoch=epoch if isinstance(epoch, int) else None, fetch_offset=p.get("fetch_offset"),
+                    leader=v.get("dst_broker"), leader_epoch=p.get("leader_epoch"), request_id=rid)
+            continue
+        leader = v.get("src_broker")
+        asked: dict[tuple[Any, Any], list[dict[str, int]]] = {}
+        for p in _partitions(v):
+            isr = [int(r) for r in p.get("isr") or []]
+            with_epochs = [{"id": r, "epoch": int(ep)} for r, ep in zip(isr, p.get("isr_epochs") or [-1] * len(isr),
+                                                                       strict=False)]
+            asked[(name(p), p.get("partition"))] = with_epochs
+            based = {str(r): f for r in isr if r != leader
+                     and (f := last_fetch.get((leader, r, name(p), p.get("partition")))) is not None}
+            ev = add(e, "alter_partition", leader, request_id=rid, topic=name(p), partition=p.get("partition"),
+                     leader=leader, leader_epoch=p.get("leader_epoch"), partition_epoch=p.get("partition_epoch"),
+                     new_isr_with_epochs=with_epochs, based_on_fetch={}, broker_epoch=v.get("broker_epoch"),
+                     held=v.get("action") == "hold")
+            bases.append((ev, based))
+        if answer is None:
+            continue
+        top = error_code(answer.value.get("error"))
+        for p in _partitions(answer.value):
+            code = top or error_code(p.get("error"))
+            add(answer, "alter_partition_handled", v.get("dst_broker"), request_id=rid, topic=name(p),
+                partition=p.get("partition"), leader=leader, broker_epoch=v.get("broker_epoch"),
+                new_isr_with_epochs=asked.get((name(p), p.get("partition"))),
+                outcome="accepted" if code == 0 else "rejected", error_code=code,
+                isr=p.get("isr") if code == 0 else None, leader_epoch=p.get("leader_epoch"),
+                partition_epoch=p.get("partition_epoch"), live=None, ineligible=None)
+    out = [ev for _, _, ev in sorted(made, key=lambda m: (m[0], m[1]))]
+    for i, ev in enumerate(out, 1):
+        ev.seq = i
+    for ev, based in bases:
+        ev.value["based_on_fetch"] = {r: f.id for r, f in based.items()}
+    return out
+
+
+def merged(control: list[Event], isr: list[Event]) -> list[Event]:
+    """``wire_events``' and ``isr_events``' events as one ``kafkawire`` stream: merged by time (each
+    is in the proxy's order already, and the proxy stamps its frames as it reads them), numbered
+    again, and ``based_on_fetch`` citing the fetches' new ids."""
+    if not isr:
+        return control
+    old = [(ev, ev.id) for ev in isr]  # the ids based_on_fetch cites (the control events' may be the same)
+    out = list(heapq.merge(control, isr, key=lambda e: e.t_wall))
+    for i, ev in enumerate(out, 1):
+        ev.seq = i
+    renamed = {was: ev.id for ev, was in old}
+    for ev in isr:
+        if ev.f == "alter_partition":
+            ev.value["based_on_fetch"] = {r: renamed[f] for r, f in ev.value["based_on_fetch"].items()}
+    return out
+
+
 def map_run_frames(events_dir: Path, run_id: str = "") -> Path | None:
     """A run's ``kafkaproxy.jsonl`` mapped as ``kafkawire.jsonl`` beside it, with the brokers' own
     epochs from their logs' events (``kafka-<N>.jsonl``), a pre-2.2 log's registrations completed
@@ -249,4 +402,5 @@ def map_run_frames(events_dir: Path, run_id: str = "") -> Path | None:
         zk_events = list(read_events(zk))
         logs = [e for src in with_wire_registrations([logs], zk_events) for e in src]
         created = creation_epochs(zk_events)
-    return write_events(wire_events(read_events(frames), logs, run_id, created), events_dir / "kafkawire.jsonl")
+    control = wire_events(read_events(frames), logs, run_id, created)
+    return write_events(merged(control, isr_events(read_events(frames), run_id)), events_dir / "kafkawire.jsonl")

@@ -3,9 +3,10 @@
 two equal).
 
 A broker writes no events of its own: its log (``base.kafkalog``: starts, sessions, registrations),
-the observer's znode reads, the Kafka wire proxy's frames mapped onto the agents' kinds
-(``base.kafkawire``: ``control_send``, ``control_recv``, ``controlled_shutdown``,
-``controlled_shutdown_handled``), the ZooKeeper
+the observer's znode reads (registrations, and the partition states), the Kafka wire proxy's frames
+mapped onto the agents' kinds (``base.kafkawire``: ``control_send``, ``control_recv``,
+``controlled_shutdown``, ``controlled_shutdown_handled``; ``fetch``, ``alter_partition``,
+``alter_partition_handled``), the ZooKeeper
 wire proxy's frames and the workload's Kafka client are what there is. A checker whose inputs none
 of them gives is not run: it would find nothing wrong in nothing and say valid. The run lists it
 as ``unknown`` with the reason (``results.feeds``); the verdict is over the checkers that ran.
@@ -32,16 +33,17 @@ class Feed:
 
 
 KIP_380 = (2, 2)  # broker epochs: registrations and control requests carry them from 2.2
+KIP_497 = (2, 7)  # AlterIsr: from 2.7 a leader asks the controller to change its ISR (AlterPartition from 3.2)
+ISR_FROM_WIRE = ("Kafka proxy: AlterPartition/AlterIsr requests and answers as alter_partition(_handled), the "
+                 "replicas' answered fetches as fetch (based_on_fetch inferred: the replica's last fetch to the "
+                 "leader before the request), the committed states and zxids from the observer's reads")
+NO_ALTER_ISR = "before 2.7 a leader writes its ISR changes to ZooKeeper itself: no AlterIsr to see"
 NO_PROXY = "no Kafka proxy in this run (--kafkaproxy, or one of its faults): the control plane is not seen"
 NO_OWNER = "a broker's log names no registration's owner session (register.owner), which it compares"
 UNKNOWN: dict[str, str] = {
     "single_registrant": NO_OWNER,
     "controller_write_fencing": "needs the controller's ZooKeeper writes with the /controller_epoch version each "
                                 "checked (controller_zk_write): inside the broker's ZooKeeper session, not logged",
-    "bounce_handling": "needs the live, dead and bounced sets the controller computed (broker_change): neither on "
-                       "the wire nor in the log",
-    "isr_expansion": "needs the fetch each ISR expansion rests on (AlterPartition's based_on_fetch) and the "
-                     "committed partition states with their zxids: neither is on the wire",
     "partition_states": "needs the partition states in ZooKeeper commit (zxid) order: LeaderAndIsr carries them in "
                         "each broker's queue order, which a held or dropped request reorders",
     "max_broker_epoch": "ZooKeeper-mode Kafka has no max-broker-epoch mode (an agents' toggle): no request carries "
@@ -95,9 +97,20 @@ def kafka_feeds(version: str, *, kafkaproxy: bool, zkproxy: bool, queue: bool) -
                                  "control request it sent the broker, its leader moves and StopReplicas = its requests "
                                  "from the shutdown request to 1 s after the answer (by time)"
                                  + ("" if epochs else PRE_380_EPOCHS))
+        elif name == "bounce_handling":
+            out[name] = Feed("the controller's log (each read of /brokers/ids: broker_change), the registrations ("
+                             + ("the broker's log" if epochs else "the ZooKeeper proxy's creates" if zkproxy else
+                                "none before 2.2 without the ZooKeeper proxy: it says unknown itself")
+                             + ") and the Kafka "
+                             "proxy's LeaderAndIsr and UpdateMetadata to the re-registered broker (any UpdateMetadata: which "
+                             "partitions a full one names is the controller's state, not on the wire)") if kafkaproxy else Feed(unknown=NO_PROXY)
+        elif name == "isr_expansion":
+            out[name] = (Feed(unknown=NO_ALTER_ISR) if version_tuple(version) < KIP_497 else
+                         Feed(ISR_FROM_WIRE) if kafkaproxy else Feed(unknown=NO_PROXY))
         elif name == "controller_epochs":
-            out[name] = Feed("Kafka proxy: control requests as control_send (one controller per epoch); elections "
-                             "are not seen, so their order is not judged") if kafkaproxy else Feed(unknown=NO_PROXY)
+            out[name] = Feed("the controllers' logs (each election: controller_elected, epochs in order) and the "
+                             "Kafka proxy (control requests as control_send: one controller per epoch)"
+                             ) if kafkaproxy else Feed(unknown=NO_PROXY)
         elif name == "zxid_session":
             out[name] = Feed("ZooKeeper proxy: the brokers' sessions' reply zxids") if zkproxy else Feed(
                 unknown="no ZooKeeper proxy in this run (--zkproxy): no session's frames")

@@ -13,7 +13,7 @@ forever). ``harness teardown`` stops it too.
 in-process ``harness analyze``) and also runs ``harness.analysis.job.warm_up``: on a latency-tuned JVM
 (C1 only) the ingest of 9M events took twice as long.
 
-A request is ``{"op": "check", "paths": [...]}``; the reply is ``{"results": {path: result}}`` from
+A request is ``{"op": "check", "paths": [...], "margin_ms": N}`` (``margin_ms`` optional); the reply is ``{"results": {path: result}}`` from
 ``checkers.project.check_histories`` on the server's session (the verdicts of an in-process
 check), or ``{"error": "usage" | "crash", "message": ...}``. On a batch server,
 ``{"op": "analyze", "store": ..., "out": ...}`` runs ``harness.analysis.job.analyze``; the reply is
@@ -95,9 +95,13 @@ def request(st: ServerState, message: dict[str, Any], timeout: float | None = No
         return conn.recv()
 
 
-def check_remote(st: ServerState, paths: list[str]) -> dict[str, Any]:
-    """{path: result} checked by the server; a bad history is the same ``UsageError`` as in-process."""
-    by_abs = _work(st, {"op": "check", "paths": [str(Path(p).resolve()) for p in paths]}, "results")
+def check_remote(st: ServerState, paths: list[str], margin_ms: int | None = None) -> dict[str, Any]:
+    """{path: result} checked by the server (``margin_ms``: registration_liveness's, None for its
+    default); a bad history is the same ``UsageError`` as in-process."""
+    message: dict[str, Any] = {"op": "check", "paths": [str(Path(p).resolve()) for p in paths]}
+    if margin_ms is not None:
+        message["margin_ms"] = margin_ms
+    by_abs = _work(st, message, "results")
     return {p: by_abs[str(Path(p).resolve())] for p in paths}
 
 
@@ -268,7 +272,9 @@ def _serve(op: str, msg: dict[str, Any], spark: Any) -> dict[str, Any]:
     try:
         if op == "check":
             paths = msg.get("paths") or []
-            reply, what = {"results": check_histories(paths, spark=spark)}, f"checked {len(paths)} histories"
+            margin = msg.get("margin_ms")
+            reply = {"results": check_histories(paths, spark=spark, margin_ms=margin if isinstance(margin, int) else None)}
+            what = f"checked {len(paths)} histories"
         else:
             outcome = job.analyze(Path(msg["store"]), Path(msg["out"]), lambda: spark)
             reply, what = {"outcome": outcome}, f"analyzed {msg['store']}"

@@ -353,6 +353,8 @@ class Engine:
         error: str | None = None
         try:
             observer.start()
+            if spec.kafka is not None and hasattr(observer, "watch_partition_states"):
+                observer.watch_partition_states()  # a real controller writes no partition_state of its own
             runner.setup()
             if spec.kafka is not None:  # real Kafka brokers: a JVM start takes longer than an agent's
                 cluster.start_kafka(spec.kafka, brokers=spec.brokers, kafkaproxy_seed=spec.seed or 0,

@@ -34,8 +34,9 @@ def sources_of(events_dir: Path, run_id: str) -> list[Any]:
     as a finished run and `harness teardown`'s salvage collect them: a Kafka proxy's frames first
     written as the agents' kinds (``base.kafkawire.map_run_frames``: ``kafkawire.jsonl``), and a real
     broker's registrations that its log gives without an epoch completed from the ZooKeeper wire
-    proxy's events, when the run has them (``base.kafkalog.with_wire_registrations``)."""
-    from base.kafkalog import with_wire_registrations
+    proxy's events, when the run has them (``base.kafkalog.with_wire_registrations``); a real
+    controller's views of the live brokers then get their epochs (``base.kafkalog.with_view_epochs``)."""
+    from base.kafkalog import with_view_epochs, with_wire_registrations
     from base.kafkawire import map_run_frames
     from history import read_events
 
@@ -43,4 +44,7 @@ def sources_of(events_dir: Path, run_id: str) -> list[Any]:
     files = sorted(events_dir.glob("*.jsonl"))
     wire = events_dir / "zkproxy.jsonl"
     sources = [read_events(p) for p in files]
-    return with_wire_registrations(sources, read_events(wire)) if wire in files else sources
+    if wire in files:
+        sources = with_wire_registrations(sources, read_events(wire))
+    brokers = [i for i, p in enumerate(files) if p.name.startswith("kafka-")]
+    return with_view_epochs(sources, brokers) if brokers else sources

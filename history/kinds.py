@@ -144,7 +144,7 @@ OPS = "invoke ok fail info"
 FAULTS = (
     "isolate", "cut", "partition", "net_partition", "latency", "bandwidth", "reset_peer", "slow_close", "kill", "pause", "shutdown",
     "bounce", "fast_bounce", "wipe", "zk_rules", "hold_controller", "hold_alter_partition", "delay_request",
-    "hold_control", "drop_control", "delay_alter_partition", "replay_control",
+    "hold_control", "drop_control", "delay_alter_partition", "kafka_rules", "replay_control",
 )
 _FAULT_FIELDS = (
     "phase stage targets error reason instant seed result:json links toxics_removed grudge_map stream grudge direction "
@@ -196,13 +196,17 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     _kind("controlled_shutdown_handled", f"{AGENT} {KAFKAWIRE}", "event", "broker_id request_id broker_epoch "
           "cached_epoch outcome error_code leader_moves stop_replicas remaining_leaders broker_epoch_from "
           "cached_epoch_from"),
-    _agent("fetch", "topic partition replica replica_epoch fetch_offset leader leader_epoch request_id"),
-    _agent("alter_partition", "request_id topic partition leader leader_epoch partition_epoch "
-                              "new_isr_with_epochs based_on_fetch broker_epoch held"),
+    # the agents write these; with real brokers, the Kafka proxy's frames mapped (base.kafkawire.isr_events)
+    _kind("fetch", f"{AGENT} {KAFKAWIRE}", "event",
+          "broker_id topic partition replica replica_epoch fetch_offset leader leader_epoch request_id"),
+    _kind("alter_partition", f"{AGENT} {KAFKAWIRE}", "event", "broker_id request_id topic partition leader "
+          "leader_epoch partition_epoch new_isr_with_epochs based_on_fetch broker_epoch held"),
     _agent("alter_partition_response", "request_id topic partition error_code isr partition_epoch"),
-    _agent("alter_partition_handled", "request_id topic partition leader broker_epoch new_isr_with_epochs "
-                                      "outcome error_code isr leader_epoch partition_epoch live ineligible"),
-    _agent("partition_state", "topic partition leader leader_epoch isr controller_epoch zk_version zxid"),
+    _kind("alter_partition_handled", f"{AGENT} {KAFKAWIRE}", "event", "broker_id request_id topic partition leader "
+          "broker_epoch new_isr_with_epochs outcome error_code isr leader_epoch partition_epoch live ineligible"),
+    # the agents' controllers write it; with real brokers, the observer's reads of the state znodes
+    _kind("partition_state", f"{AGENT} {OBSERVER}", "event",
+          "broker_id topic partition leader leader_epoch isr controller_epoch zk_version zxid"),
     _agent("preferred_controller_handover", "controller_epoch preferred"),
     _agent("ready_to_serve", "created session_id"),
     _agent("produce_handled", "topic partition offset value acks leader_epoch hw error_code"),
@@ -265,7 +269,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
     # --- the Kafka wire proxy (src kafkaproxy) ------------------------------------------------------------
     _kind("kafka_frame", KAFKAPROXY, "event",
           "conn upstream dir kind bytes api api_key api_version correlation_id client_id decoded parse_error "
-          "src_broker dst_broker controller_id controller_epoch broker_epoch replica_id partitions "
+          "src_broker dst_broker controller_id controller_epoch broker_epoch replica_id replica_epoch partitions "
           "partition_count errors error action rule_id delay_ms held_ms hold_ms copies p_draw req_seq latency_ms "
           "replay_of"),
 )})

@@ -20,6 +20,11 @@ control-plane faults of real Kafka brokers (docs/nemesis.md), each one rule of t
   delivers them all (seen with 2.1.1: the StopReplica for the followed partition never arrived).
 * ``delay_alter_partition``: delay the target brokers' AlterPartition (AlterIsr before 3.2) requests
   to the controller by ``delay_ms``.
+* ``kafka_rules``: the proxy rules in ``params['rules']`` as given (their own ``match``; targets are
+  not used), for a story whose faults the named ones do not cover (KAFKA-14139 holds its leader's
+  AlterPartition and drops a restarted follower's fetches); ``stop`` removes them and releases what
+  they hold, as ``hold_control``'s does: those named in ``params['rule_ids']`` only, when given (a
+  story releases its hold while its cut stays).
 
 Targets are brokers (node names → broker ids, the proxy's ``dst_broker``/``src_broker``). ``heal()``
 clears every rule and releases every held frame. The proxy is the run's (``Cluster.kafkaproxy``),
@@ -88,6 +93,11 @@ class KafkaProxyNemesis(WireRulesNemesis):
 
     def invoke(self, op: FaultOp) -> dict[str, Any]:
         if op.phase == "start":
+            if op.f == "kafka_rules":
+                rules = op.params.get("rules")
+                if not isinstance(rules, list) or not rules:
+                    raise ValueError("kafka_rules: params.rules must be a non-empty list of rule tables")
+                return {"rule_ids": self.install(op.f, rules)}
             brokers = self._brokers(op)
             rules = [control_rule(op.f, brokers, op.params)]
             if op.f == "replay_control" and op.params.get("shutdown_answer_delay_ms"):
@@ -96,20 +106,28 @@ class KafkaProxyNemesis(WireRulesNemesis):
             if op.f == "replay_control":
                 self.capturing.append(ids[0])
             return {"rule_ids": ids}
-        removed = self.remove(op.f)
+        removed = self._remove_some(op) if op.f == "kafka_rules" and op.params.get("rule_ids") else self.remove(op.f)
         out: dict[str, Any] = {"rules_removed": removed}
         if op.f == "replay_control":  # the copies outlive their rule: replay each capture rule's now
             client = self.need_client(op.f)
             captures, self.capturing = [r for r in removed if r in self.capturing], []
             out["replayed"] = [r for rid in captures for r in client.replay(rid)]
-        if op.f == "hold_control":  # a removed rule holds nothing more; what it held goes now, late
+        if op.f in ("hold_control", "kafka_rules"):  # a removed rule holds nothing more; what it held goes now, late
             client = self.need_client(op.f)
             out["released"] = sum(client.release(rid) for rid in removed)
         return out
 
-    def heal(self) -> dict[str, Any]:
-        out = super().heal()
-        client = self.client
-        if client is not None:
-            out["released"] = client.release()
-        return out
+    def _remove_some(self, op: FaultOp) -> list[str]:
+        """Remove the rules of ``op.f`` named in ``rule_ids`` (the others stay installed)."""
+        wanted = op.params["rule_ids"]
+        if not isinstance(wanted, list) or not all(isinstance(r, str) for r in wanted):
+            raise ValueError(f"{op.f}: params.rule_ids must be a list of rule ids")
+        mine = self.installed.get(op.f, [])
+        if unknown := [r for r in wanted if r not in mine]:
+            raise ValueError(f"{op.f}: no rule {', '.join(unknown)} installed by it")
+        client = self.need_client(op.f)
+        for rid in wanted:
+            client.remove_rule(rid)
+        self.installed[op.f] = [r for r in mine if r not in wanted]
+        return list(wanted)
+

@@ -119,6 +119,10 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
     FaultSpec("delay_alter_partition", "kafkaproxy", role="broker", params={"delay_ms": NUM},
               help="delay the target brokers' AlterPartition/AlterIsr to the controller by delay_ms (default "
                    f"{ALTER_DELAY_MS} ms); stop removes the rule", package=("one-broker",)),
+    FaultSpec("kafka_rules", "kafkaproxy", params={"rules": list, "rule_ids": list},
+              help="install Kafka wire-proxy rules (docs/kafkaproxy.md) as given (they carry their own match; "
+                   "targets are not used); stop removes them (those in rule_ids only, when given) and releases "
+                   "what they hold"),
 )}
 COMMON_PARAMS: dict[str, type | tuple[type, ...]] = {"seed": int}
 

@@ -28,6 +28,7 @@ from base.bounds import MAX_INT32, MAX_SCHEDULE_STEPS, MAX_SECONDS, MAX_SEED, nu
 from base.errors import UsageError
 from base.tomlfile import toml_failure
 from nemesis.base import FaultOp
+from nemesis.kafkaproxy.rules import parse_rules as parse_kafka_rules
 from nemesis.registry import COMMON_PARAMS, FAULTS, grudge_faults
 from nemesis.schedule import Schedule, Step
 from nemesis.targets import WHOLE_GRUDGES, is_node_name, link_error, spec_error
@@ -176,7 +177,7 @@ def _step(raw: dict[str, Any], topology: Topology | None) -> list[Step]:
 
 
 # params a fault's start cannot do without (its nemesis would fail mid-run)
-REQUIRED: dict[str, tuple[str, ...]] = {"delay_request": ("kind", "to"), "zk_rules": ("rules",), "cut": ("links",)}
+REQUIRED: dict[str, tuple[str, ...]] = {"delay_request": ("kind", "to"), "zk_rules": ("rules",), "kafka_rules": ("rules",), "cut": ("links",)}
 
 
 def _check_targets(targets: Any, fault: str, topology: Topology | None) -> None:
@@ -217,6 +218,11 @@ def _check_param(fault: str, k: Any, v: Any, topology: Topology | None) -> None:
     elif fault == "zk_rules" and k == "rules":
         try:
             parse_rules(v, source=key)
+        except RuleError as e:
+            raise _Bad(key, str(e).removeprefix(f"{key}: ")) from None
+    elif fault == "kafka_rules" and k == "rules":
+        try:
+            parse_kafka_rules(v, source=key)
         except RuleError as e:
             raise _Bad(key, str(e).removeprefix(f"{key}: ")) from None
     elif fault == "delay_request" and k == "to":

@@ -45,9 +45,12 @@ class WireRulesNemesis:
         return removed
 
     def heal(self) -> dict[str, Any]:
+        """Every rule cleared and every held frame released."""
         self.installed = {}
         client = self.client
-        return {self.cleared_key: client.clear_rules() if client is not None else 0}
+        if client is None:
+            return {self.cleared_key: 0}
+        return {self.cleared_key: client.clear_rules(), "released": client.release()}
 
     def teardown(self) -> None:
         pass

@@ -1,8 +1,8 @@
 """Nemesis adapter over the ZooKeeper wire proxy's control API (``nemesis.zkproxy.client``).
 
 Fault ``zk_rules``: ``start`` installs ``params['rules']`` (rule dicts, see docs/zkproxy.md) and
-remembers their ids; ``stop`` removes them (all of them when no targets); ``heal()`` clears every
-rule. A run adds it when the proxy is in the agent→ZooKeeper path (``harness run --zkproxy``).
+remembers their ids; ``stop`` removes them (all of them when no targets) and releases what their
+``hold`` kept (a watch notification: docs/zkproxy.md); ``heal()`` clears every rule. A run adds it when the proxy is in the agent→ZooKeeper path (``harness run --zkproxy``).
 Targets are ZooKeeper nodes: a rule without its own ``match.upstream`` applies only to connections
 to those servers' listeners.
 """
@@ -60,4 +60,6 @@ class ZkProxyNemesis(WireRulesNemesis):
             if not isinstance(rules, list) or not rules:
                 raise ValueError("zk_rules: params.rules must be a non-empty list of rule tables")
             return {"rule_ids": self.install(op.f, self._scoped(rules, op.targets))}
-        return {"rules_removed": self.remove()}
+        removed = self.remove()
+        client = self.need_client(op.f)  # a removed hold rule holds nothing more: what it held goes now
+        return {"rules_removed": removed, "released": sum(client.release(rid) for rid in removed)}

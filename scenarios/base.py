@@ -48,6 +48,9 @@ class Scenario:
     # the real-broker run puts the brokers' inter-broker listeners behind the Kafka wire proxy
     # (docs/kafkaproxy.md): the story holds, captures or replays the controller's requests there
     kafka_proxy: bool = False
+    # the first Kafka release the real-broker story can be told on, and why none before it can
+    # (``--kafka`` with an older release is refused: a run there would judge nothing)
+    kafka_since: tuple[str, str] | None = None
 
     def fixed_on(self, version: str) -> bool:
         """Kafka ``version`` carries this story's fix."""
@@ -58,6 +61,11 @@ class Scenario:
     def clients(self) -> dict[str, Client]:
         """The named clients the script invokes."""
         return {}
+
+    def kafka_clients(self) -> dict[str, Client]:
+        """The named clients ``play_on_kafka`` invokes: the same unless a client speaks only the
+        agents' protocol (then the story names one that speaks Kafka's)."""
+        return self.clients()
 
     def available(self) -> str | None:
         """None when runnable here, else why not (shown by --list, refused with exit 254): every
@@ -88,7 +96,8 @@ class Scenario:
         common: dict[str, Any] = dict(
             brokers=list(self.brokers), zk_overrides=dict(self.zk_overrides),
             script=self.play_on_kafka if kafka is not None else self.play,
-            clients=self.clients(), recovery=False, agents_end="kill", checkers=tuple(self.checkers),
+            clients=self.kafka_clients() if kafka is not None else self.clients(), recovery=False,
+            agents_end="kill", checkers=tuple(self.checkers),
             local_check=not (self.needs_spark or spark), margin_ms=self.margin_ms)
         if kafka is not None:
             if fixed:

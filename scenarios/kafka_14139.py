@@ -16,23 +16,97 @@ restarted, and a ``final_read`` takes the partition from whichever broker leads 
 the empty B leads and ``queue_lost_write`` names every acknowledged send, the partition states
 (leader@epoch) between the ack and the read, and the brokers' epochs; with KIP-903 A leads again
 and the final read holds every acknowledged record.
+
+On released brokers (``--kafka VERSION``, 2.7+; ``play_on_kafka``) the story is the same, told on the
+wire: the ZooKeeper-mode controller has no KIP-903 in any release, so every release reproduces it.
+Three brokers sit behind the Kafka proxy; B leaves the ISR by a controlled shutdown, the records are
+acknowledged by A alone, and a proxy rule holds A's AlterPartition (AlterIsr before 3.2) when B's
+restart catches up. B is SIGKILLed; once its session expired it restarts with an empty log dir, and
+another rule drops its fetches to A. The held request is released after the controller sent the new
+B its LeaderAndIsr (before, it would refuse B as not live: KIP-841), at most 25 s after A sent it
+(A's channel to the controller times a request out at 30 s and would resend it). The controller
+commits ISR [A, B]; A is killed, B elected. ``isr_expansion`` reads the wire (``base.kafkawire``:
+the fetch the expansion rests on carries B's previous epoch in Fetch v15+) and the observer's
+partition states; ``queue_lost_write`` the final read through confluent-kafka.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from agent import znodes as zn
 from harness.engine import RunContext
+from nemesis.registry import HOLD_CAP_MS
 from scenarios.kafka_7235 import BounceBase
 from scenarios.timeline import hx
 from workloads.base import Client
 from workloads.kafka import AdminClient
+from workloads.kafka_admin import KafkaAdminClient
+from workloads.kafka_queue import KafkaQueueClient
 from workloads.queue import QueueClient
 
 TOPIC = "t14139"
 RECORDS = 5
+HOLD_RULE = "14139-hold-alter-partition"
+CUT_RULE = "14139-cut-fetch"
+# a released broker's start (a JVM, its log dirs, its registration) on this project's loaded 2-core
+# machine: a minute at worst in the runs so far; the registration is what the story waits for
+KAFKA_START_S = 120.0
+
+
+def hold_alter_partition_rule(leader: int, hold_ms: float) -> dict[str, Any]:
+    """The Kafka proxy rule that keeps ``leader``'s AlterPartition (AlterIsr before 3.2) requests to the
+    controller until released (``kafka_rules`` stop), each by itself after ``hold_ms`` at most:
+    below the 30 s request timeout of the leader's channel to the controller, past which it would
+    resend on a new connection and the held copy be discarded."""
+    return {"id": HOLD_RULE, "match": {"api": "AlterPartition", "kind": "request", "src_broker": leader},
+            "action": {"type": "hold", "hold_ms": min(hold_ms, HOLD_CAP_MS)}, "comment": "KAFKA-14139: delayed ISR expansion"}
+
+
+def cut_fetch_rule(follower: int, leader: int) -> dict[str, Any]:
+    """The rule that drops ``follower``'s replica fetches (and epoch lookups) to ``leader``: broker to
+    broker traffic passes no Toxiproxy link on real brokers, only the Kafka proxy."""
+    return {"id": CUT_RULE, "match": {"api": ["Fetch", "OffsetForLeaderEpoch"], "kind": "request",
+                                      "src_broker": follower, "dst_broker": leader},
+            "action": "drop", "comment": "KAFKA-14139: the restarted replica cannot fetch"}
+
+
+class WireFrames:
+    """The run's Kafka proxy frames as the proxy writes them (``events/kafkaproxy.jsonl``: every line
+    flushed), read on from where the last look stopped: what the story waits for on real brokers,
+    whose control plane writes no events of its own."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pos = 0
+        self.frames: list[dict[str, Any]] = []
+
+    def poll(self) -> list[dict[str, Any]]:
+        if self.path.exists():
+            with self.path.open("rb") as fh:
+                fh.seek(self.pos)
+                data = fh.read()
+            end = data.rfind(b"\n")  # a torn last line is read on the next look
+            if end >= 0:
+                for line in data[:end].splitlines():
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        continue
+                    if rec.get("f") == "kafka_frame" and isinstance(rec.get("value"), dict):
+                        self.frames.append(rec)
+                self.pos += end + 1
+        return self.frames
+
+    def find(self, pred: Callable[[dict[str, Any]], bool], after: int = 0) -> dict[str, Any] | None:
+        """The first frame (its value, with ``seq``) past proxy event ``after`` that ``pred`` accepts."""
+        for rec in self.poll():
+            if rec["seq"] > after and pred(rec["value"]):
+                return {**rec["value"], "seq": rec["seq"]}
+        return None
 
 
 class Kafka14139(BounceBase):
@@ -45,6 +119,11 @@ class Kafka14139(BounceBase):
         except Exception:  # noqa: BLE001 - not created yet
             return None
         return json.loads(data)
+
+    def kafka_clients(self) -> dict[str, Client]:
+        # idempotence off: one attempt per send, so an acknowledged record is one the leader appended once
+        return {"admin": KafkaAdminClient(), "queue": KafkaQueueClient(idempotence=False, request_timeout_s=3.0,
+                                                                        deadline_s=5.0, final_deadline_s=30.0)}
 
     def _gone(self, ctx: RunContext, b: int, timeout: float) -> bool:
         zk = ctx.zk()
@@ -106,6 +185,91 @@ class Kafka14139(BounceBase):
                  f"offsets {done.value.get('offsets')} of {len(acked)} acknowledged")
 
 
+    def play_on_kafka(self, ctx: RunContext) -> None:  # noqa: PLR0915 - one JIRA schedule, step by step
+        """The story on released brokers: the agents' hooks become Kafka proxy rules (``kafka_rules``):
+        A's AlterPartition is held on the wire, and the restarted B's fetches to A are dropped there
+        (broker to broker traffic has no Toxiproxy link). What the agents say of themselves is read
+        from ZooKeeper (partition state, registrations) and from the proxy's frames."""
+        wire = WireFrames(ctx.run_dir / "events" / "kafkaproxy.jsonl")
+        c = self.controller(ctx)
+        a, b = sorted(x for x in self.brokers if x != c)[:2]
+        na, nb = ctx.node(a), ctx.node(b)
+        made = ctx.invoke("admin", "create_topic", topic=TOPIC, replicas={0: [a, b]})
+        ctx.step(f"0. controller is broker {c}; created {TOPIC}-0 with replicas [A={a}, B={b}]: {made.type} "
+                 f"{made.value.get('replicas') or made.value.get('error')}")
+        if made.type != "ok" or not ctx.wait(lambda: (self._state(ctx) or {}).get("isr") == [a, b], 60, f"ISR [{a}, {b}]"):
+            return
+        ctx.nemesis("shutdown", "start", [nb])
+        if not ctx.wait(lambda: (self._state(ctx) or {}).get("isr") == [a], 60, f"ISR [{a}]"):
+            return
+        ctx.step(f"   B stopped (controlled shutdown): the controller shrinks the ISR to {self._state(ctx)}")
+        acked = self.send_acked(ctx, TOPIC, RECORDS)
+        ctx.step(f"   produced {len(acked)} records with acks=all to leader A={a}: offsets {acked} (committed, ISR [A])")
+        mark = max((f["seq"] for f in wire.poll()), default=0)
+        ctx.nemesis("kafka_rules", "start", rules=[hold_alter_partition_rule(a, HOLD_CAP_MS)])
+        ctx.nemesis("shutdown", "stop", [nb])
+        e1 = ctx.wait(lambda: self.epoch(ctx, b), KAFKA_START_S, "B to register")
+        ctx.step(f"1. B restarts (epoch E1 = czxid {e1}) and catches up from A")
+        held = ctx.wait(lambda: wire.find(lambda v: v.get("api") == "AlterPartition" and v.get("kind") == "request"
+                                          and v.get("action") == "hold", mark), 60, "A's AlterPartition adding B")
+        if not held:
+            return
+        isr = next((p.get("isr") for p in held.get("partitions") or []), None)
+        ctx.step(f"2. A's AlterPartition {held.get('conn')}:{held.get('correlation_id')} (v{held.get('api_version')}, "
+                 f"new ISR {isr}, broker_epoch {held.get('broker_epoch')}) is held on the wire (at most "
+                 f"{HOLD_CAP_MS / 1000:.0f} s)")
+        ctx.nemesis("kafka_rules", "start", rules=[cut_fetch_rule(b, a)])
+        ctx.nemesis("kill", "start", [nb])
+        ctx.step("3. B hard-fails (SIGKILL); its fetches to A are dropped from now on, so a new B cannot fetch")
+        if not self._gone(ctx, b, 2 * ctx.T + 5):
+            return
+        ctx.step(f"   B's session expired: /brokers/ids/{b} is gone, the controller fences B")
+        mark = max((f["seq"] for f in wire.poll()), default=0)
+        ctx.nemesis("wipe", "start", [nb])
+        stat = ctx.wait(lambda: ctx.zk().exists(f"/brokers/ids/{b}"), KAFKA_START_S, "B to re-register")
+        e2 = stat.czxid if stat else None
+        ctx.step(f"4. B restarts with an EMPTY log dir: epoch E2 = czxid {e2}, session "
+                 f"{hx(stat.ephemeralOwner if stat else None)}")
+        # the controller has processed the registration once it sends B a LeaderAndIsr with E2
+        # (onBrokerStartup); before that it would refuse the expansion (B not live, KIP-841)
+        lai = ctx.wait(lambda: wire.find(lambda v: v.get("api") == "LeaderAndIsr" and v.get("kind") == "request"
+                                         and v.get("dst_broker") == b and v.get("broker_epoch") == e2, mark),
+                       15, "the controller's LeaderAndIsr to the new B")
+        if lai:
+            ctx.step(f"5. the controller saw the new registration: LeaderAndIsr to B with broker_epoch {e2}; B's "
+                     "fetches to A are dropped, its log stays empty")
+        mark = max((f["seq"] for f in wire.poll()), default=0)
+        released = ctx.nemesis("kafka_rules", "stop", rule_ids=[HOLD_RULE])
+        n = (released.detail or {}).get("released") if released else None
+        if n == 0:  # B's restart outlasted the hold: the request went on its own, before B was live again
+            ctx.step(f"   the hold had let A's AlterPartition go by itself ({HOLD_CAP_MS / 1000:.0f} s) before B was "
+                     "live again: the controller has judged it without the new B (a slower restart than the story "
+                     "needs; its answer is in the history)")
+        reply = ctx.wait(lambda: wire.find(lambda v: v.get("api") == "AlterPartition" and v.get("kind") == "response",
+                                           mark), 10, "the controller's answer to the AlterPartition")
+        if reply:
+            answered = [{k: p.get(k) for k in ("partition", "error", "leader", "leader_epoch", "isr", "partition_epoch")
+                         if p.get(k) is not None} for p in reply.get("partitions") or []]  # the topic is an id here
+            ctx.step(f"6. the held AlterPartition ({n} released) reaches the controller: error "
+                     f"{reply.get('error') or 'NONE'}, {TOPIC}: {answered}")
+        ctx.step(f"   partition state now {self._state(ctx)}")
+        ctx.nemesis("kill", "start", [na])
+        ctx.step("7. A fails (SIGKILL)")
+        self._gone(ctx, a, 2 * ctx.T + 5)
+        st = ctx.wait(lambda: (s := self._state(ctx)) and s.get("leader") != a and s, 15, "a new leader")
+        ctx.step(f"   A's session expired; partition state {st}"
+                 + (f": empty B leads, the {len(acked)} acknowledged records are lost"
+                    if st and st.get("leader") == b else
+                    ": no eligible replica, the partition is offline (unavailable, but nothing acknowledged is lost)"
+                    if st and st.get("leader") == -1 else ""))
+        ctx.nemesis("kill", "stop", [na])
+        ctx.wait(lambda: self.epoch(ctx, a), KAFKA_START_S, "A to register again")
+        ctx.nemesis("kafka_rules", "stop")
+        done = ctx.invoke("queue", "final_read", topic=TOPIC, partition=0)
+        ctx.step(f"8. A restarts; final read of {TOPIC}-0 ({done.type}): offsets {done.value.get('offsets')} of "
+                 f"{len(acked)} acknowledged (partition state {self._state(ctx)})")
+
+
 SCENARIO = Kafka14139(
     id="KAFKA-14139",
     title="empty-disk replica joins the ISR via a delayed AlterPartition; committed data lost on failover",
@@ -117,6 +281,12 @@ SCENARIO = Kafka14139(
     brokers=[1, 2, 3],
     extra={"replica_lag_time_max_ms": 30000},  # Kafka's default replica.lag.time.max.ms
     needs_spark=True,  # isr_expansion runs on Spark: warm the JVM while the cluster starts
-    not_on_kafka="the story holds an AlterPartition inside the agent and writes through the agent's queue "
-                 "protocol; its real-broker variant (the Kafka proxy's delay_alter_partition) is not built yet",
+    # Real brokers: the ZooKeeper-mode controller has no KIP-903 in any release (KIP-903 is KRaft's), so
+    # the story reproduces on every release with AlterPartition (AlterIsr from 2.7); the hold and the cut
+    # are Kafka proxy rules (kafka_rules), the records go through confluent-kafka
+    not_on_kafka=None,
+    kafka_proxy=True,
+    kafka_fixed_in=None,
+    kafka_since=("2.7.0", "before it a leader writes its ISR changes to ZooKeeper itself (AlterIsr is KIP-497's, "
+                          "2.7): there is no request to hold"),
 )

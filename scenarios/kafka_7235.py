@@ -13,7 +13,8 @@
     old incarnation reaches the controller. Without KIP-380 the controller moves leaders off / stops
     replicas of the live B (``controlled_shutdown_epochs`` fires); with it, STALE_BROKER_EPOCH.
 
-On released brokers (``--kafka``; stories (b) and (c)) there is no hook inside the broker: the Kafka
+On released brokers (``--kafka``) there is no hook inside the broker. (a) holds the controller's
+/brokers/ids notifications on the ZooKeeper wire (``FastBounce.play_on_kafka``). For (b) and (c) the Kafka
 wire proxy (docs/kafkaproxy.md) sits on the inter-broker listeners, and ``replay_control`` captures
 the request as it passes (the controller's StopReplica to B during B's clean shutdown, or B's own
 ControlledShutdown) and, once the new incarnation follows again, replays it on a connection of the
@@ -126,13 +127,6 @@ class BounceBase(Scenario):
                 out.append({"seq": d["seq"], **d["value"]})
         return out
 
-    def isr(self, ctx: RunContext, topic: str = TOPIC) -> list[int] | None:
-        try:
-            data, _ = ctx.zk().get(f"/brokers/topics/{topic}/partitions/0/state")
-            return list(json.loads(data)["isr"])
-        except Exception:  # noqa: BLE001 - not created yet
-            return None
-
     def wait_follower_kafka(self, ctx: RunContext, b: int, after_seq: int = 0, timeout: float = 60,
                             topic: str = TOPIC) -> dict[str, Any] | None:
         """B answered a LeaderAndIsr for ``topic``-0 without error (after frame ``after_seq``) and the
@@ -153,18 +147,34 @@ class BounceBase(Scenario):
                  f"{topic}-0" + (f"; ISR {self.isr(ctx, topic)}" if in_isr else ""))
         return ev
 
-    def prepare_kafka(self, ctx: RunContext) -> tuple[int, int, int | None]:
+    # --- the same steps on released brokers (no agent events, no agents' admin protocol) ----------
+
+    def isr(self, ctx: RunContext, topic: str = TOPIC) -> list[int] | None:
+        try:
+            return list(json.loads(ctx.zk().get(zn.partition_state_path(topic, 0))[0])["isr"])
+        except Exception:  # noqa: BLE001 - not created yet, or being rewritten
+            return None
+
+    def prepare_on_kafka(self, ctx: RunContext, topic: str = TOPIC) -> tuple[int, int, int]:
+        """``prepare`` on released brokers: the topic created as Kafka's ZooKeeper-mode admin does
+        (``AdminZkClient.createTopicWithAssignment``: the config znode, then the assignment, which
+        the controller's TopicChange watch turns into a partition), B in sync when it returns."""
         c = self.controller(ctx)
         if c is None:
             raise RuntimeError("no controller elected")
         b = min(x for x in self.brokers if x != c)
-        other = [x for x in self.brokers if x not in (c, b)]
-        ctx.invoke("admin", "create_topic", topic=TOPIC, replicas={0: [c, b, *other]})
+        replicas = [c, b, *(x for x in self.brokers if x not in (c, b))]
+        zk = ctx.zk()
+        zk.create(f"/config/topics/{topic}", json.dumps({"version": 1, "config": {}}).encode(), makepath=True)
+        zk.create(f"{zn.BROKER_TOPICS}/{topic}",
+                  json.dumps({"version": 1, "partitions": {"0": replicas}}).encode(), makepath=True)
         e1 = self.epoch(ctx, b)
-        ctx.step(f"1. controller is broker {c} ; created {TOPIC}-0 replicas {[c, b, *other]} (leader {c}); "
+        ctx.step(f"1. controller is broker {c}; created {topic}-0 replicas {replicas} in ZooKeeper (leader {c}); "
                  f"B = broker {b} with epoch E1 = czxid {e1}")
-        self.wait_follower_kafka(ctx, b)
-        return c, b, e1
+        isr = ctx.wait(lambda: (i := self.isr(ctx, topic)) and set(i) == set(replicas) and i, 30,
+                       f"{topic}-0's ISR to hold every replica")
+        ctx.step(f"   {topic}-0 ISR {isr}: broker {b} follows")
+        return c, b, e1 or 0
 
     def restart_kafka(self, ctx: RunContext, b: int, e1: int | None) -> int | None:
         """A clean stop (B's controlled shutdown, its session closed, its znode deleted) and a start."""
@@ -206,6 +216,37 @@ class FastBounce(BounceBase):
             ctx.step(f"   broker {b} got no LeaderAndIsr with E2 = {e2}: its replica of {TOPIC}-0 stays offline")
         ctx.sleep(t_release + 3.2 - time.time())  # bounce_handling's grace: 3 s to send LeaderAndIsr
 
+    def play_on_kafka(self, ctx: RunContext) -> None:
+        """A real controller's event thread cannot be held from outside, but what it acts on can: the
+        ZooKeeper proxy holds the watch notifications on /brokers/ids to the controller's session
+        while B stops cleanly (controlled shutdown, session closed, znode deleted) and starts again
+        (a new znode, a new czxid). Released, they make the controller read /brokers/ids once, with
+        B back: the same id set. Kafka 2.1 compares ids only and does nothing (B's replica stays
+        offline, B out of the ISR); 2.2 on (KIP-380) compares czxids, sees B bounced and sends it a
+        full UpdateMetadata and a LeaderAndIsr with E2."""
+        c, b, e1 = self.prepare_on_kafka(ctx)
+        owner = ctx.zk().exists(zn.CONTROLLER)
+        session = owner.ephemeralOwner if owner is not None else None
+        rule = {"id": "hold-broker-watch", "comment": "KAFKA-7235 fast bounce: the controller learns late",
+                "match": {"dir": "s2c", "kind": "notification", "path_prefix": "/brokers/ids",
+                          **({"session_id": session} if session else {})},
+                "action": {"type": "hold"}}
+        ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[rule])
+        ctx.step(f"2. hold the watch notifications on /brokers/ids to controller {c}'s session {hx(session)} "
+                 "(ZooKeeper wire proxy)")
+        e2 = self.restart(ctx, b, e1)
+        ctx.step(f"3. restarted broker {b} (clean stop, then start) while the controller was not told: "
+                 f"/brokers/ids/{b} czxid {e1} → {e2}, same id set")
+        released = ctx.nemesis("zk_rules", "stop", ctx.zookeepers)
+        t_release = time.time()
+        n = (released.detail.get("released") if released is not None else None)
+        ctx.step(f"4. release the held notifications ({n}): controller {c} reads /brokers/ids once, broker {b} in it")
+        isr = ctx.wait(lambda: (i := self.isr(ctx)) and b in i and i, 10, f"broker {b} back in {TOPIC}-0's ISR")
+        ctx.step(f"   {TOPIC}-0 ISR {isr}: broker {b} follows again" if isr else
+                 f"   broker {b} is not back in {TOPIC}-0's ISR ({self.isr(ctx)}): no LeaderAndIsr reached "
+                 "its new incarnation, its replica stays offline")
+        ctx.sleep(t_release + 3.2 - time.time())
+
 
 class StaleStopReplica(BounceBase):
     def play(self, ctx: RunContext) -> None:
@@ -228,7 +269,8 @@ class StaleStopReplica(BounceBase):
         ctx.sleep(1.0)
 
     def play_on_kafka(self, ctx: RunContext) -> None:
-        c, b, e1 = self.prepare_kafka(ctx)
+        c, b, e1 = self.prepare_on_kafka(ctx)
+        self.wait_follower_kafka(ctx, b)
         # B's shutdown answer waits 1.5 s: the controller answers before its request thread has delivered the
         # StopReplicas it queued, and a B with its answer stops serving (2.1.1 once never got this one)
         ctx.nemesis("replay_control", "start", [ctx.node(b)], api="StopReplica", topic=TOPIC, partition=0,
@@ -268,7 +310,8 @@ class StaleControlledShutdown(BounceBase):
         ctx.sleep(1.0)
 
     def play_on_kafka(self, ctx: RunContext) -> None:
-        c, b, e1 = self.prepare_kafka(ctx)
+        c, b, e1 = self.prepare_on_kafka(ctx)
+        self.wait_follower_kafka(ctx, b)
         ctx.nemesis("replay_control", "start", [ctx.node(b)], api="ControlledShutdown")
         ctx.step(f"2. capture broker {b}'s next ControlledShutdown to controller {c} (forwarded, a copy kept: "
                  "the retry of a request whose answer was slow)")
@@ -291,16 +334,11 @@ class StaleControlledShutdown(BounceBase):
 BUG = {"broker_epoch_check": "off"}
 FIXED = {"broker_epoch_check": "on"}
 THREE = [1, 2, 3]
-# the agents-only stories hold the controller's event thread, or build and hold a control request,
-# inside the agent (hold_controller, delay_request): a real broker has no such hook (kafka_7235_lost_write
-# shares this); (b) and (c) have a real-broker variant through the Kafka proxy (ON_KAFKA)
+# the lost-write story (kafka_7235_lost_write shares this) builds and holds a control request inside
+# the agent (delay_request): a real broker has no such hook; (a) holds the controller's watch on the
+# ZooKeeper wire, (b) and (c) capture and replay on the Kafka proxy's (ON_KAFKA)
 NOT_ON_KAFKA = ("the story holds controller requests inside the agent (hold_controller, delay_request); its "
                 "real-broker variant is not built yet, and 2.2.0+ carries the fix (KIP-380)")
-# the fast bounce's checker needs the controller's live/dead/bounced sets: neither the wire nor the log
-# shows them (checkers.kafka_feeds), so a real-broker variant would have nothing to judge it with
-FAST_BOUNCE_NOT_ON_KAFKA = ("the story holds the controller's event thread inside the agent (hold_controller), "
-                            "and bounce_handling cannot be fed from a real broker (the controller's live, dead "
-                            "and bounced sets are neither on the wire nor in its log)")
 # (b) and (c) on released brokers: the Kafka proxy captures the request and replays it (replay_control)
 ON_KAFKA: dict[str, Any] = {"not_on_kafka": None, "kafka_proxy": True, "kafka_fixed_in": "2.2.0"}
 
@@ -309,7 +347,9 @@ SCENARIOS = [
         id="KAFKA-7235-fast-bounce", title="KIP-380 (a): a fast bounce is missed, the broker's replicas stay offline",
         jira="KAFKA-7235", story=__doc__ or "", checkers=["bounce_handling"], bug_toggles=BUG,
         fixed_toggles=FIXED, brokers=THREE, needs_spark=True,
-        not_on_kafka=FAST_BOUNCE_NOT_ON_KAFKA),
+        # released brokers: the controller's ZooKeeper watch is held on the wire, its requests seen on
+        # the Kafka proxy; 2.2.0 is the first release with KIP-380
+        not_on_kafka=None, kafka_proxy=True, kafka_fixed_in="2.2.0"),
     StaleStopReplica(
         id="KAFKA-7235-stale-stopreplica",
         title="KIP-380 (b): a StopReplica from before a bounce stops the new incarnation's follower",

@@ -68,6 +68,15 @@ def _line(e: dict[str, Any]) -> str | None:  # noqa: C901, PLR0911, PLR0912 - on
         if f == "blackhole":
             return f"[blue]proxy[/] conn {v.get('conn')} black-holed {v.get('dirs')}"
         return None
+    if src == "kafkawire":  # a real broker's ISR change as the Kafka proxy saw it (base.kafkawire)
+        if f == "alter_partition":
+            isr = [x.get("id") for x in v.get("new_isr_with_epochs") or []]
+            return (f"[blue]wire[/]  b{b} AlterPartition {v.get('request_id')} ISR {isr}"
+                    f"{' [bold]held[/]' if v.get('held') else ''}, based on fetch {v.get('based_on_fetch')}")
+        if f == "alter_partition_handled":
+            return (f"[blue]wire[/]  controller b{b} answers AlterPartition {v.get('request_id')}: {v.get('outcome')} "
+                    f"error {v.get('error_code')}, ISR {v.get('isr')}, partition epoch {v.get('partition_epoch')}")
+        return None
     if not src.startswith("agent:"):
         return None
     a = f"[green]b{b}[/]   "

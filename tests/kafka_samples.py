@@ -6,10 +6,12 @@ from __future__ import annotations
 import datetime
 import uuid
 
+from kio.schema.alter_partition.v3 import request as ap3q
 from kio.schema.alter_partition.v3 import response as ap3
 from kio.schema.api_versions.v3 import request as av3q
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12 import request as f12
+from kio.schema.fetch.v17 import request as f17
 from kio.schema.leader_and_isr.v1 import request as lai1
 from kio.schema.leader_and_isr.v7 import request as lai7
 from kio.schema.leader_and_isr.v7 import response as lai7r
@@ -82,6 +84,27 @@ def fetch_v12(replica_id: int = 2) -> f12.FetchRequest:
                             topics=(f12.FetchTopic(topic="t", partitions=(f12.FetchPartition(
                                 partition=0, current_leader_epoch=5, fetch_offset=10, partition_max_bytes=1024),)),),
                             forgotten_topics_data=())
+
+
+def fetch_v17(replica_id: int = 2, replica_epoch: int = 77, fetch_offset: int = 10) -> f17.FetchRequest:
+    """A 3.5+ replica's fetch: its id and broker epoch in ReplicaState, the topic by id."""
+    return f17.FetchRequest(replica_state=f17.ReplicaState(replica_id=replica_id, replica_epoch=replica_epoch),
+                            max_wait=datetime.timedelta(milliseconds=500), min_bytes=1, max_bytes=1 << 20,
+                            isolation_level=0, session_id=0, session_epoch=-1,
+                            topics=(f17.FetchTopic(topic_id=TOPIC_ID, partitions=(f17.FetchPartition(
+                                partition=0, current_leader_epoch=5, fetch_offset=fetch_offset, last_fetched_epoch=5,
+                                log_start_offset=0, partition_max_bytes=1024),)),),
+                            forgotten_topics_data=(), rack_id="")
+
+
+def alter_partition_v3(broker_id: int = 1, broker_epoch: int = 4242, isr: tuple[int, ...] = (1, 2),
+                       epochs: tuple[int, ...] = (-1, -1)) -> ap3q.AlterPartitionRequest:
+    """KIP-903's version: the new ISR with each replica's broker epoch; the topic by id."""
+    return ap3q.AlterPartitionRequest(broker_id=broker_id, broker_epoch=broker_epoch, topics=(ap3q.TopicData(
+        topic_id=TOPIC_ID, partitions=(ap3q.PartitionData(
+            partition_index=0, leader_epoch=5, new_isr_with_epochs=tuple(
+                ap3q.BrokerState(broker_id=b, broker_epoch=e) for b, e in zip(isr, epochs, strict=True)),
+            leader_recovery_state=0, partition_epoch=2),)),))
 
 
 def alter_partition_v3_response() -> ap3.AlterPartitionResponse:

@@ -84,7 +84,8 @@ def bounce_handling(ev: DataFrame) -> DataFrame:
     own later events supersede it (another registration, ``deregistered``, ``agent_stop``,
     ``agent_start``) or a controller later (merged-history order, ``idx``) saw N dead, some
     controller must send N a full UpdateMetadata and a LeaderAndIsr carrying broker_epoch E (epochs
-    tie sends to registrations, no clocks). The only wall-clock use is the liveness window: a registration within ``GRACE_S`` of
+    tie sends to registrations, no clocks); an UpdateMetadata whose ``full`` is null (a real
+    controller's, on the wire: its fullness is not there) counts as full. The only wall-clock use is the liveness window: a registration within ``GRACE_S`` of
     ``run_end`` owes nothing yet; without ``run_end`` an unhandled bounce is unknown. Histories with
     no controller activity (no ``broker_change``) are not judged. The controller's own view (its
     ``bounced`` list, answered by the same controller unless it resigned or saw N die or bounce
@@ -107,9 +108,12 @@ def bounce_handling(ev: DataFrame) -> DataFrame:
     bc = ev.filter(f.col("f") == "broker_change")
     regs = reuse(regs.join(bc.select("hist").distinct(), "hist", "left_semi"))  # a controller acted in this history
     ends = ev.filter(f.col("f") == "run_end").groupBy("hist").agg(f.max("t_wall").alias("end"))
+    # ``full`` null: a real controller's UpdateMetadata seen on the wire (base/kafkawire.py), whose
+    # fullness is the controller's state, not the wire's; it counts (the weaker check is documented)
     sends = (
         ev.filter((f.col("f") == "control_send") & ((f.col("v_kind") == "LeaderAndIsr")
-                                                    | ((f.col("v_kind") == "UpdateMetadata") & f.col("v_full"))))
+                                                    | ((f.col("v_kind") == "UpdateMetadata")
+                                                       & f.coalesce(f.col("v_full"), f.lit(True)))))
         .groupBy("hist", f.col("v_target").alias("n"), f.col("v_broker_epoch").alias("e"))
         .agg(f.max(f.col("v_kind") == "UpdateMetadata").alias("um"), f.max(f.col("v_kind") == "LeaderAndIsr").alias("lai"))
     )

@@ -77,6 +77,18 @@ def _skip(path: str, why: str, total: int) -> dict[str, Any]:
     return {"path": path, "format": "-", "valid": "unknown", "anomalies": [], "stats": {}, "error": why}
 
 
+def _run_margin(store: Path | None) -> int | None:
+    """The registration_liveness margin a stored run was judged with (its ``run.json``), None for
+    the default: a history checked again is judged as its run judged it."""
+    if store is None or not (store / "run.json").is_file():
+        return None
+    try:
+        margin = json.loads((store / "run.json").read_text()).get("margin_ms")
+    except (OSError, ValueError, AttributeError):
+        return None  # an unreadable run.json is refused with its line further on
+    return margin if isinstance(margin, int) and not isinstance(margin, bool) and margin >= 0 else None
+
+
 def _check_project(jsonl: list[str], check: Callable[[list[str]], dict[str, Result]], total: int,
                    skipped: list[dict[str, Any]]) -> dict[str, Result]:
     """The project checkers over ``jsonl`` (``check``: in this process or on the check server); when a
@@ -178,16 +190,23 @@ def run(args: argparse.Namespace) -> int:
 
             write_parquet(spark, jsonl, args.parquet)
         if remote is not None:
-            from harness.checkserver import check_remote
-
             print(f"harness check: on the check server (pid {remote.pid}, {remote.master})", file=sys.stderr)
-            results.update(_check_project(jsonl, lambda paths: check_remote(remote, paths), len(args.paths), skipped))
-        else:
-            from checkers.project import check_histories
+        # a stored run is judged with the liveness margin it ran with (real brokers': 30 s)
+        margins = {str(h): _run_margin(store) for (h, store), f in zip(resolved, fmts, strict=True) if f == "jsonl"}
+        for margin in dict.fromkeys(margins.values()):
+            group = [p for p in jsonl if margins[p] == margin]
+            if remote is not None:
+                from harness.checkserver import check_remote
 
-            results.update(_check_project(
-                jsonl, lambda paths: check_histories(paths, spark=spark, skip_damaged=args.skip_damaged),
-                len(args.paths), skipped))
+                results.update(_check_project(group, lambda paths, m=margin: check_remote(remote, paths, m),
+                                              len(args.paths), skipped))
+            else:
+                from checkers.project import check_histories
+
+                results.update(_check_project(
+                    group, lambda paths, m=margin: check_histories(paths, spark=spark, margin_ms=m,
+                                                                   skip_damaged=args.skip_damaged),
+                    len(args.paths), skipped))
     wall = time.monotonic() - t0
 
     rows = list(skipped)

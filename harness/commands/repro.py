@@ -98,6 +98,12 @@ def kafka_option(args: argparse.Namespace, sc: Any, ensemble: int | None = None)
         return None
     if sc.not_on_kafka is not None:
         raise UsageError(f"--kafka: {sc.id} cannot run on a real Kafka broker: {sc.not_on_kafka}")
+    if sc.kafka_since is not None:
+        from base.components.kafka import parse_version
+
+        since, why = sc.kafka_since
+        if parse_version(kafka.version) < parse_version(since):
+            raise UsageError(f"--kafka: {sc.id} runs on Kafka {since} and later, not {kafka.version}: {why}")
     if args.fixed:
         from scenarios.fixes import fix_status
 
@@ -115,6 +121,8 @@ def _list(console: Console) -> int:
         console.print(f"{sc.id:<30} {sc.title}{state}", highlight=False)
         console.print(f"{'':<30} [dim]fix: {fix_status(sc.jira)}[/]", highlight=False)
         kafka = "runs with --kafka VERSION" if sc.not_on_kafka is None else f"not with --kafka: {sc.not_on_kafka}"
+        if sc.not_on_kafka is None and sc.kafka_since is not None:
+            kafka += f" ({sc.kafka_since[0]} and later: {sc.kafka_since[1]})"
         console.print(f"{'':<30} [dim]real brokers: {kafka}[/]", highlight=False)
     return 0
 

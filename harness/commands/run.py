@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kafkaproxy", action="store_true",
                    help="with --brokers kafka:VERSION: advertise each broker's inter-broker listener at the Kafka "
                         "wire proxy (its frames in the history, feeding the control-plane checkers; enables faults "
-                        "hold_control, drop_control, delay_alter_partition, which turn it on themselves)")
+                        "hold_control, drop_control, delay_alter_partition, kafka_rules, which turn it on themselves)")
     p.add_argument("--workload", default="none", metavar="NAME",
                    help=f"client workload ({', '.join(WORKLOADS)}; default none)")
     add_workload_args(p)

@@ -171,7 +171,10 @@ _PARTITION_KEYS = ("partition_index", "partition", "index")
 _TOPIC_KEYS = ("topic_name", "name", "topic")
 _LEADER_KEYS = ("leader", "leader_id")
 _ISR_KEYS = ("isr", "isr_nodes", "new_isr")
+# AlterPartition v3 (KIP-903): the new ISR as (broker id, broker epoch) pairs
+_ISR_WITH_EPOCHS_KEYS = ("new_isr_with_epochs",)
 _EPOCH_KEYS = ("leader_epoch", "current_leader_epoch")
+_INT_KEYS = ("partition_epoch", "fetch_offset")  # a partition's state version (zk_version); a replica's fetch position
 
 
 @dataclass(slots=True)
@@ -182,9 +185,16 @@ class PartitionSummary:
     leader_epoch: int | None = None
     isr: tuple[int, ...] | None = None
     error: str | None = None
+    # the topic's id where the frame names it beside its name (LeaderAndIsr v5+, UpdateMetadata v7+):
+    # what maps the frames that name a topic by id only (AlterPartition v2+, Fetch v13+) to its name
+    topic_id: str | None = None
+    isr_epochs: tuple[int, ...] | None = None  # AlterPartition v3's broker epochs, in ``isr`` order
+    ints: dict[str, int] = field(default_factory=dict)  # _INT_KEYS the schema carries
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"topic": self.topic, "partition": self.partition}
+        if self.topic_id is not None:
+            d["topic_id"] = self.topic_id
         if self.leader is not None:
             d["leader"] = self.leader
         if self.leader_epoch is not None:
@@ -193,8 +203,11 @@ class PartitionSummary:
             d["isr"] = list(self.isr[:MAX_ISR_IN_EVENT])
             if len(self.isr) > MAX_ISR_IN_EVENT:
                 d["isr_size"] = len(self.isr)
+        if self.isr_epochs is not None:
+            d["isr_epochs"] = list(self.isr_epochs[:MAX_ISR_IN_EVENT])
         if self.error is not None:
             d["error"] = self.error
+        d.update(self.ints)
         return d
 
 
@@ -236,7 +249,7 @@ def summarise(entity: Any) -> Summary:
 
     note_error(top)
 
-    def walk(v: Any, topic: str | None, depth: int, scalars: bool = True) -> None:
+    def walk(v: Any, topic: str | None, depth: int, scalars: bool = True, tid: str | None = None) -> None:
         """``scalars``: the top level or a single nested entity (Fetch's replica_state), not an
         element of a list (LeaderAndIsr's live_leaders have broker ids of their own)."""
         if depth > 8:
@@ -244,11 +257,12 @@ def summarise(entity: Any) -> Summary:
         if isinstance(v, tuple):
             for x in v:
                 if _is_entity(x):
-                    walk(x, topic, depth + 1, False)
+                    walk(x, topic, depth + 1, False, tid)
             return
         if not _is_entity(v):
             return
         own_topic = _topic_of(v) or topic
+        own_tid = str(t) if isinstance(t := getattr(v, "topic_id", None), uuid.UUID) else tid
         part = next((getattr(v, k) for k in _PARTITION_KEYS if isinstance(getattr(v, k, None), int)), None)
         if part is not None and depth > 0:
             ps = PartitionSummary(own_topic, int(part))
@@ -256,6 +270,14 @@ def summarise(entity: Any) -> Summary:
             ps.leader_epoch = next((int(x) for k in _EPOCH_KEYS if isinstance(x := getattr(v, k, None), int)), None)
             ps.isr = next((tuple(int(i) for i in x) for k in _ISR_KEYS if isinstance(x := getattr(v, k, None), tuple)),
                           None)
+            pairs = next((x for k in _ISR_WITH_EPOCHS_KEYS if isinstance(x := getattr(v, k, None), tuple)), None)
+            if ps.isr is None and pairs is not None:
+                ps.isr = tuple(int(e.broker_id) for e in pairs)
+                ps.isr_epochs = tuple(int(e.broker_epoch) for e in pairs)
+            ps.ints = {k: int(x) for k in _INT_KEYS if isinstance(x := getattr(v, k, None), int)
+                       and not isinstance(x, bool)}
+            if own_tid is not None and own_topic != own_tid:  # named both ways: the id is worth keeping
+                ps.topic_id = own_tid
             ps.error = note_error(getattr(v, "error_code", None))
             s.partitions.append(ps)
         elif depth > 0:
@@ -272,7 +294,7 @@ def summarise(entity: Any) -> Summary:
         for f in dataclasses.fields(v):
             x = getattr(v, f.name)
             if isinstance(x, tuple) or _is_entity(x):
-                walk(x, own_topic, depth + 1)
+                walk(x, own_topic, depth + 1, True, own_tid)
 
     walk(entity, None, 0)
     return s

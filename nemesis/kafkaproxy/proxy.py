@@ -242,7 +242,7 @@ class KafkaProxy(WireProxy):
         info.src_broker, info.controller_id = src, sc.get("controller_id")
         info.partitions = [(p.topic, p.partition) for p in s.partitions]
         ev["src_broker"] = src
-        for k in ("controller_id", "controller_epoch", "broker_epoch", "replica_id"):
+        for k in ("controller_id", "controller_epoch", "broker_epoch", "replica_id", "replica_epoch"):
             if k in sc:
                 ev[k] = sc[k]
         self._summary_fields(s, ev)

@@ -194,6 +194,8 @@ class Dialect:
     parse_match: Callable[[Ctx, Any], Any]
     actions: tuple[str, ...]
     unsafe_actions: dict[str, str] = field(default_factory=dict)
+    # action -> (the match it needs, why): None when the match allows it, else the one-line reason
+    action_needs: dict[str, Callable[[Any], str | None]] = field(default_factory=dict)
 
 
 def parse_action(ctx: Ctx, spec: Any, unsafe: bool, dialect: Dialect) -> Action:
@@ -276,10 +278,15 @@ def parse_rule(spec: Any, dialect: Dialect, *, source: str = "rule", index: int 
     unsafe = bool_value(ctx, "unsafe", spec.get("unsafe", False))
     if "action" not in spec:
         raise ctx.fail("action", "required")
+    match = dialect.parse_match(ctx, spec.get("match", {}))
+    action = parse_action(ctx, spec["action"], unsafe, dialect)
+    needs = dialect.action_needs.get(action.type)
+    if needs is not None and (why := needs(match)) is not None:
+        raise ctx.fail("action.type", why)
     return Rule(
         id=rid,
-        match=dialect.parse_match(ctx, spec.get("match", {})),
-        action=parse_action(ctx, spec["action"], unsafe, dialect),
+        match=match,
+        action=action,
         budget=parse_budget(ctx, spec.get("budget", {})),
         unsafe=unsafe,
         spec={k: v for k, v in spec.items() if k != "id"},

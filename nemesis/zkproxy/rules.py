@@ -53,9 +53,11 @@ from zkwire import OP_NAMES, op_code
 
 DIRS = ("c2s", "s2c")
 KINDS = ("connect_req", "connect_resp", "request", "reply", "notification", "ping", "auth", "close")
-# the ZooKeeper proxy's actions (``hold`` and ``duplicate`` are the Kafka proxy's: a held or repeated
-# ZooKeeper frame breaks the client's xid order)
-ACTIONS = ("forward", "delay", "drop_then_blackhole", "drop_then_close", "close", "drop")
+# the ZooKeeper proxy's actions (``duplicate`` is the Kafka proxy's: a repeated ZooKeeper frame breaks
+# the client's xid order); ``hold`` only for watch notifications (xid -1: no reply order to break,
+# the client hands them to its event thread), so a watcher learns of a change late (KAFKA-7235's
+# fast bounce: the controller reads /brokers/ids after the broker is back)
+ACTIONS = ("forward", "delay", "drop_then_blackhole", "drop_then_close", "close", "drop", "hold")
 # what a ConnectResponse did: a session for a request with id 0 (or another id), the requested
 # session again, or "expired" (session id 0 / timeOut 0: ZooKeeperServer.finishSessionInit)
 CONNECT_RESULTS = ("new", "reattached", "expired")
@@ -174,6 +176,11 @@ DIALECT = Dialect(
         "drop": "'drop' discards one frame and forwards later ones, which corrupts clients (xid mismatch, "
                 "or the next frame misread as the ConnectResponse); use drop_then_blackhole/drop_then_close, "
                 "or set unsafe = true",
+    },
+    action_needs={
+        "hold": lambda m: None if m.kind == frozenset({"notification"}) else
+        "'hold' is for watch notifications only (match.kind = \"notification\"): a held reply breaks the "
+        "client's xid order",
     },
 )
 

@@ -45,9 +45,9 @@ def test_bad_kafka_flags_are_one_line_naming_the_flag(argv, flag, capsys):
 
 
 def test_a_scenario_told_through_agent_hooks_refuses_kafka(capsys):
-    assert main(["repro", "KAFKA-14139", "--kafka", "3.9.1"]) == 254
+    assert main(["repro", "KAFKA-7235-lost-write", "--kafka", "3.9.1"]) == 254
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--kafka: KAFKA-14139 cannot run on a real Kafka broker" in err
+    assert err.count("\n") == 1 and "--kafka: KAFKA-7235-lost-write cannot run on a real Kafka broker" in err
 
 
 @pytest.mark.parametrize(("argv", "flag"), [

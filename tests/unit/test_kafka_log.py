@@ -3,7 +3,7 @@ wrote in a ``harness repro KAFKA-14845 --kafka 3.9.1 --zk-socket netty`` run (br
 
 from __future__ import annotations
 
-from base.kafkalog import log_time, parse_broker_log, to_events, with_wire_registrations
+from base.kafkalog import log_time, parse_broker_log, to_events, with_view_epochs, with_wire_registrations
 from history import Event
 
 # verbatim, in log order (the continuation line of a stack trace included)
@@ -183,3 +183,31 @@ def test_kafka_2_2_deletes_and_recreates_a_foreign_owners_ephemeral():
                                                               "session_id": 144118512974036992})
     assert (registered.f, registered.type, registered.value["epoch"]) == ("register", "ok", 8589934596)
     assert parse_broker_log(lines[:1], 1) == []  # another broker's path
+
+
+def test_the_controllers_election_and_reads_of_the_broker_ids_and_their_epochs_at_merge() -> None:
+    """2.1's BrokerChange line has no bounced class; 2.2's (KIP-380) has, kept as ``bounced_logged``:
+    the checkers' ``bounced`` ties an agent controller's list to its own sends, another source here."""
+    lines = [
+        "[2026-11-28 08:59:59,000] INFO [Controller id=1] 1 successfully elected as the controller. Epoch "
+        "incremented to 4 and epoch zk version is now 3 (kafka.controller.KafkaController)",
+        "[2026-11-28 09:00:00,000] INFO [Controller id=1] Newly added brokers: 3, deleted brokers: , all live "
+        "brokers: 1,2,3 (kafka.controller.KafkaController)",
+        "[2026-11-28 09:00:05,000] INFO [Controller id=1] Newly added brokers: , deleted brokers: 2, bounced brokers: "
+        "3, all live brokers: 1,3 (kafka.controller.KafkaController)",
+        "[2026-11-28 09:00:06,000] INFO [Controller id=2] Newly added brokers: 9, deleted brokers: , all live "
+        "brokers: 9 (kafka.controller.KafkaController)",  # another broker's controller: not this log's
+    ]
+    elected, first, second = (p.value for p in parse_broker_log(lines, 1))
+    assert elected == {"broker_id": 1, "controller_epoch": 4, "epoch_zk_version": 3, "session_id": None}
+    assert first["controller_epoch"] == second["controller_epoch"] == 4
+    assert first["new"] == [3] and first["dead"] == [] and first["bounced"] is None
+    assert first["bounced_logged"] is None and first["live"] == {"1": None, "2": None, "3": None}
+    assert second["dead"] == [2] and second["bounced_logged"] == [3] and second["bounced"] is None
+    t0 = log_time("2026-11-28 09:00:00,000", None)
+    reg = [Event("r", "agent:3", 1, t0 - 1, 0, "ok", "register", 3, {"broker_id": 3, "epoch": 40}),
+           Event("r", "agent:3", 2, t0 + 4.5, 0, "ok", "register", 3, {"broker_id": 3, "epoch": 77})]
+    controller = to_events(parse_broker_log(lines, 1), 1)
+    out = with_view_epochs([controller, reg], [0, 1])
+    views = [e.value["live"] for e in out[0] if e.f == "broker_change"]
+    assert views == [{"1": None, "2": None, "3": 40}, {"1": None, "3": 77}]

@@ -193,7 +193,10 @@ def test_every_checker_is_fed_or_unknown_with_a_reason() -> None:
     assert list(feeds) == list(CHECKER_NAMES)
     assert all((f.fed_from is None) != (f.unknown is None) for f in feeds.values())
     assert fed(feeds) == ("registration_epochs", "registration_liveness", "control_request_epochs",
-                          "controller_epochs", "controlled_shutdown_epochs")
+                          "controller_epochs", "bounce_handling", "controlled_shutdown_epochs",
+                          "isr_expansion")
+    # before 2.7 a leader writes its ISR itself: no AlterIsr on the wire
+    assert kafka_feeds("2.6.3", kafkaproxy=True, zkproxy=False, queue=False)["isr_expansion"].fed_from is None
     assert fed(kafka_feeds("3.9.1", kafkaproxy=False, zkproxy=False, queue=False)) == (
         "registration_epochs", "registration_liveness")
     assert feeds["partition_states"].as_dict()["valid"] == "unknown"
@@ -269,3 +272,4 @@ def test_harness_check_of_a_stored_kafka_run_counts_only_what_the_run_fed() -> N
     damaged = as_the_run_judged({**result, "stats": {"damaged_lines": 1}}, run)
     assert damaged["valid"] == "unknown"
     assert as_the_run_judged(result, {"kafka": None}) is result
+

@@ -56,16 +56,20 @@ def test_leader_and_isr_v7_request_carries_epochs_leaders_and_isrs() -> None:
     assert (d.api_key, d.api_version, d.correlation_id, d.client_id, d.parse_error) == (4, 7, 41, "controller-1", None)
     s = summarise(d.body)
     assert s.scalars == {"controller_id": 1, "controller_epoch": 3, "broker_epoch": 4242}
+    tid = "00000000-0000-0000-0000-00000000002a"  # named beside the topic's name: what maps an id-only frame
     assert [p.as_dict() for p in s.partitions] == [
-        {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 5, "isr": [1, 2]},
-        {"topic": "t", "partition": 1, "leader": 1, "leader_epoch": 6, "isr": [1, 2]}]
+        {"topic": "t", "topic_id": tid, "partition": 0, "leader": 1, "leader_epoch": 5, "isr": [1, 2],
+         "partition_epoch": 1},
+        {"topic": "t", "topic_id": tid, "partition": 1, "leader": 1, "leader_epoch": 6, "isr": [1, 2],
+         "partition_epoch": 1}]
 
 
 def test_kafka_2_0_leader_and_isr_has_no_broker_epoch() -> None:
     d = decode_request(ks.frame(ks.leader_and_isr_v1(), 1)[4:])
     s = summarise(d.body)
     assert d.api_version == 1 and "broker_epoch" not in s.scalars and s.scalars["controller_epoch"] == 2
-    assert s.partitions[0].as_dict() == {"topic": "old", "partition": 0, "leader": 2, "leader_epoch": 7, "isr": [2, 3]}
+    assert s.partitions[0].as_dict() == {"topic": "old", "partition": 0, "leader": 2, "leader_epoch": 7, "isr": [2, 3],
+                                         "partition_epoch": 4}
 
 
 def test_other_control_requests_and_a_fetch() -> None:
@@ -74,7 +78,20 @@ def test_other_control_requests_and_a_fetch() -> None:
     s = summarise(decode_request(ks.frame(ks.stop_replica_v3(), 3)[4:]).body)
     assert s.scalars["controller_epoch"] == 3 and s.partitions[0].leader_epoch == 6
     s = summarise(decode_request(ks.frame(ks.fetch_v12(replica_id=2), 4, "broker-2-fetcher-0")[4:]).body)
-    assert s.scalars == {"replica_id": 2} and s.partitions[0].as_dict() == {"topic": "t", "partition": 0, "leader_epoch": 5}
+    assert s.scalars == {"replica_id": 2} and s.partitions[0].as_dict() == {"topic": "t", "partition": 0, "leader_epoch": 5,
+                                                                             "fetch_offset": 10}
+
+
+def test_alter_partition_v3_and_fetch_v17_name_topics_by_id_and_carry_the_replicas_epochs() -> None:
+    tid = str(ks.TOPIC_ID)
+    s = summarise(decode_request(ks.frame(ks.alter_partition_v3(epochs=(4242, 77)), 5, "broker-1-alter")[4:]).body)
+    assert s.scalars == {"broker_id": 1, "broker_epoch": 4242}
+    assert [p.as_dict() for p in s.partitions] == [{"topic": tid, "partition": 0, "leader_epoch": 5, "isr": [1, 2],
+                                                    "isr_epochs": [4242, 77], "partition_epoch": 2}]
+    s = summarise(decode_request(ks.frame(ks.fetch_v17(), 6, "broker-2-fetcher-0")[4:]).body)
+    assert s.scalars == {"replica_id": 2, "replica_epoch": 77}
+    assert [p.as_dict() for p in s.partitions] == [{"topic": tid, "partition": 0, "leader_epoch": 5,
+                                                    "fetch_offset": 10}]
 
 
 def test_stop_replica_v1_names_each_partition_of_its_bare_indexes() -> None:

@@ -132,7 +132,8 @@ def test_a_control_request_and_its_response_are_one_event_each(tmp_path: Path) -
         "decoded": True, "src_broker": 1, "dst_broker": 2, "controller_id": 1, "controller_epoch": 3,
         "broker_epoch": 4242, "partition_count": 60, "action": "forward", "dir": "c2s"}
     assert len(req["partitions"]) == 50  # capped; partition_count says all
-    assert req["partitions"][0] == {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 5, "isr": [1, 2]}
+    assert req["partitions"][0] == {"topic": "t", "topic_id": "00000000-0000-0000-0000-00000000002a", "partition": 0,
+                                    "leader": 1, "leader_epoch": 5, "isr": [1, 2], "partition_epoch": 1}
     assert resp["api"] == "LeaderAndIsr" and resp["correlation_id"] == 17 and resp["req_seq"] == req["seq"]
     assert resp["error"] == "STALE_BROKER_EPOCH" and resp["errors"] == ["STALE_BROKER_EPOCH"]
     assert resp["controller_epoch"] == 3 and resp["broker_epoch"] == 4242 and resp["latency_ms"] >= 0

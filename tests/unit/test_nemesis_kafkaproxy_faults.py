@@ -73,7 +73,7 @@ def test_each_fault_is_one_rule_the_proxy_accepts() -> None:
     assert cs["match"] == {"api": "ControlledShutdown", "kind": "request", "src_broker": [2]}
     with pytest.raises(ValueError, match="api must be one of"):
         control_rule("replay_control", [2], {"api": "Fetch"})
-    parse_rules([control_rule(f, [1], {}) for f in sorted(kafka_only())])
+    parse_rules([control_rule(f, [1], {}) for f in sorted(kafka_only() - {"kafka_rules"})])  # its rules are given
     with pytest.raises(ValueError, match="not a Kafka proxy fault"):
         control_rule("kill", [1], {})
 
@@ -104,6 +104,26 @@ def test_replay_controls_stop_replays_what_its_rule_captured() -> None:
     assert c.rules["r3"]["match"] == {"api": "ControlledShutdown", "kind": "response", "src_broker": [2]}
     nem.invoke(FaultOp("replay_control", "stop", ["b2"], {}))
     assert c.replayed == ["r1", "r2"] and not c.rules
+
+
+def test_kafka_rules_installs_the_rules_given_and_its_stop_releases_what_they_held() -> None:
+    c = FakeClient()
+    nem = nemesis(c)
+    rules = [{"match": {"api": "AlterPartition", "kind": "request", "src_broker": 1},
+              "action": {"type": "hold", "hold_ms": 20000}},
+             {"match": {"api": "Fetch", "kind": "request", "src_broker": 2, "dst_broker": 1}, "action": "drop"}]
+    assert nem.invoke(FaultOp("kafka_rules", "start", [], {"rules": rules})) == {"rule_ids": ["r1", "r2"]}
+    assert c.rules == {"r1": rules[0], "r2": rules[1]}
+    # the hold goes, the cut stays
+    assert nem.invoke(FaultOp("kafka_rules", "stop", [], {"rule_ids": ["r1"]})) == {"rules_removed": ["r1"],
+                                                                                   "released": 2}
+    assert c.released == ["r1"] and list(c.rules) == ["r2"]
+    with pytest.raises(ValueError, match="no rule r1 installed by it"):
+        nem.invoke(FaultOp("kafka_rules", "stop", [], {"rule_ids": ["r1"]}))
+    assert nem.invoke(FaultOp("kafka_rules", "stop", [], {})) == {"rules_removed": ["r2"], "released": 2}
+    assert c.released == ["r1", "r2"] and not c.rules
+    with pytest.raises(ValueError, match="params.rules must be a non-empty list"):
+        nem.invoke(FaultOp("kafka_rules", "start", [], {"rules": []}))
 
 
 def test_bad_targets_and_no_proxy_are_errors_and_a_heal_before_the_proxy_undoes_nothing() -> None:

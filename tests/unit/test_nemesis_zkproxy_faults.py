@@ -27,14 +27,17 @@ class FakeClient:
         self.rules.clear()
         return n
 
+    def release(self, rid=None):
+        return 0  # nothing held: the proxy's hold is tested against a real proxy
+
 
 def test_rules_installed_removed_and_healed():
     c = FakeClient()
     nem = ZkProxyNemesis(c)
     assert nem.invoke(FaultOp("zk_rules", "start", [], {"rules": [{"match": {}, "action": "drop"}]})) == {
         "rule_ids": ["r1"]}
-    assert nem.invoke(FaultOp("zk_rules", "stop", [], {})) == {"rules_removed": ["r1"]}
+    assert nem.invoke(FaultOp("zk_rules", "stop", [], {})) == {"rules_removed": ["r1"], "released": 0}
     nem.invoke(FaultOp("zk_rules", "start", [], {"rules": [{"a": 1}, {"b": 2}]}))
-    assert nem.heal() == {"zkproxy_rules_cleared": 2} and not c.rules
+    assert nem.heal() == {"zkproxy_rules_cleared": 2, "released": 0} and not c.rules
     with pytest.raises(ValueError, match="non-empty"):
         nem.invoke(FaultOp("zk_rules", "start", [], {}))
