@@ -109,8 +109,35 @@ class BounceBase(Scenario):
                      f"{hx(stat.ephemeralOwner if stat else None)}")
         return e2
 
+    # --- the same steps on released brokers (no agent events, no agents' admin protocol): observed
+    # through ZooKeeper and the Kafka proxy's frames ------------------------------------------------
 
-    # -- the stories on released brokers: observed through ZooKeeper and the Kafka proxy's frames ------
+    def isr(self, ctx: RunContext, topic: str = TOPIC) -> list[int] | None:
+        try:
+            return list(json.loads(ctx.zk().get(zn.partition_state_path(topic, 0))[0])["isr"])
+        except Exception:  # noqa: BLE001 - not created yet, or being rewritten
+            return None
+
+    def prepare_on_kafka(self, ctx: RunContext, topic: str = TOPIC) -> tuple[int, int, int]:
+        """``prepare`` on released brokers: the topic created as Kafka's ZooKeeper-mode admin does
+        (``AdminZkClient.createTopicWithAssignment``: the config znode, then the assignment, which
+        the controller's TopicChange watch turns into a partition), B in sync when it returns."""
+        c = self.controller(ctx)
+        if c is None:
+            raise RuntimeError("no controller elected")
+        b = min(x for x in self.brokers if x != c)
+        replicas = [c, b, *(x for x in self.brokers if x not in (c, b))]
+        zk = ctx.zk()
+        zk.create(f"/config/topics/{topic}", json.dumps({"version": 1, "config": {}}).encode(), makepath=True)
+        zk.create(f"{zn.BROKER_TOPICS}/{topic}",
+                  json.dumps({"version": 1, "partitions": {"0": replicas}}).encode(), makepath=True)
+        e1 = self.epoch(ctx, b)
+        ctx.step(f"1. controller is broker {c}; created {topic}-0 replicas {replicas} in ZooKeeper (leader {c}); "
+                 f"B = broker {b} with epoch E1 = czxid {e1}")
+        isr = ctx.wait(lambda: (i := self.isr(ctx, topic)) and set(i) == set(replicas) and i, 30,
+                       f"{topic}-0's ISR to hold every replica")
+        ctx.step(f"   {topic}-0 ISR {isr}: broker {b} follows")
+        return c, b, e1 or 0
 
     def frames(self, ctx: RunContext) -> list[dict[str, Any]]:
         """The Kafka proxy's ``kafka_frame`` events so far (its event file, flushed per line)."""
@@ -146,35 +173,6 @@ class BounceBase(Scenario):
                  f"{ev.get('api_version')}, broker_epoch {ev.get('broker_epoch', 'none: before KIP-380')}) for "
                  f"{topic}-0" + (f"; ISR {self.isr(ctx, topic)}" if in_isr else ""))
         return ev
-
-    # --- the same steps on released brokers (no agent events, no agents' admin protocol) ----------
-
-    def isr(self, ctx: RunContext, topic: str = TOPIC) -> list[int] | None:
-        try:
-            return list(json.loads(ctx.zk().get(zn.partition_state_path(topic, 0))[0])["isr"])
-        except Exception:  # noqa: BLE001 - not created yet, or being rewritten
-            return None
-
-    def prepare_on_kafka(self, ctx: RunContext, topic: str = TOPIC) -> tuple[int, int, int]:
-        """``prepare`` on released brokers: the topic created as Kafka's ZooKeeper-mode admin does
-        (``AdminZkClient.createTopicWithAssignment``: the config znode, then the assignment, which
-        the controller's TopicChange watch turns into a partition), B in sync when it returns."""
-        c = self.controller(ctx)
-        if c is None:
-            raise RuntimeError("no controller elected")
-        b = min(x for x in self.brokers if x != c)
-        replicas = [c, b, *(x for x in self.brokers if x not in (c, b))]
-        zk = ctx.zk()
-        zk.create(f"/config/topics/{topic}", json.dumps({"version": 1, "config": {}}).encode(), makepath=True)
-        zk.create(f"{zn.BROKER_TOPICS}/{topic}",
-                  json.dumps({"version": 1, "partitions": {"0": replicas}}).encode(), makepath=True)
-        e1 = self.epoch(ctx, b)
-        ctx.step(f"1. controller is broker {c}; created {topic}-0 replicas {replicas} in ZooKeeper (leader {c}); "
-                 f"B = broker {b} with epoch E1 = czxid {e1}")
-        isr = ctx.wait(lambda: (i := self.isr(ctx, topic)) and set(i) == set(replicas) and i, 30,
-                       f"{topic}-0's ISR to hold every replica")
-        ctx.step(f"   {topic}-0 ISR {isr}: broker {b} follows")
-        return c, b, e1 or 0
 
     def restart_kafka(self, ctx: RunContext, b: int, e1: int | None) -> int | None:
         """A clean stop (B's controlled shutdown, its session closed, its znode deleted) and a start."""
