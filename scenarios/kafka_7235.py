@@ -335,8 +335,6 @@ THREE = [1, 2, 3]
 # the lost-write story (kafka_7235_lost_write shares this) builds and holds a control request inside
 # the agent (delay_request): a real broker has no such hook; (a) holds the controller's watch on the
 # ZooKeeper wire, (b) and (c) capture and replay on the Kafka proxy's (ON_KAFKA)
-NOT_ON_KAFKA = ("the story holds controller requests inside the agent (hold_controller, delay_request); its "
-                "real-broker variant is not built yet, and 2.2.0+ carries the fix (KIP-380)")
 # (b) and (c) on released brokers: the Kafka proxy captures the request and replays it (replay_control)
 ON_KAFKA: dict[str, Any] = {"not_on_kafka": None, "kafka_proxy": True, "kafka_fixed_in": "2.2.0"}
 
