@@ -125,6 +125,18 @@ class Kafka14139(BounceBase):
         return {"admin": KafkaAdminClient(), "queue": KafkaQueueClient(idempotence=False, request_timeout_s=3.0,
                                                                         deadline_s=5.0, final_deadline_s=30.0)}
 
+    def _fail_leader(self, ctx: RunContext, a: int, b: int, acked: int, elect_s: float) -> None:
+        """Step 7: A is SIGKILLed; once its session expires, who leads the partition now."""
+        ctx.nemesis("kill", "start", [ctx.node(a)])
+        ctx.step("7. A fails (SIGKILL)")
+        self._gone(ctx, a, 2 * ctx.T + 5)
+        st = ctx.wait(lambda: (s := self._state(ctx)) and s.get("leader") != a and s, elect_s, "a new leader")
+        ctx.step(f"   A's session expired; partition state {st}"
+                 + (f": empty B leads, the {acked} acknowledged records are lost"
+                    if st and st.get("leader") == b else
+                    ": no eligible replica, the partition is offline (unavailable, but nothing acknowledged is lost)"
+                    if st and st.get("leader") == -1 else ""))
+
     def _gone(self, ctx: RunContext, b: int, timeout: float) -> bool:
         zk = ctx.zk()
         return bool(ctx.wait(lambda: zk.exists(f"/brokers/ids/{b}") is None, timeout, f"broker {b}'s znode to go"))
@@ -168,15 +180,7 @@ class Kafka14139(BounceBase):
             ctx.step(f"6. the delayed AlterPartition {r.get('request_id')} reaches the controller: error "
                      f"{r.get('error_code')}, ISR {r.get('isr')}")
         ctx.step(f"   partition state now {self._state(ctx)}")
-        ctx.nemesis("kill", "start", [na])
-        ctx.step("7. A fails (SIGKILL)")
-        self._gone(ctx, a, 2 * ctx.T + 5)
-        st = ctx.wait(lambda: (s := self._state(ctx)) and s.get("leader") != a and s, 5, "a new leader")
-        ctx.step(f"   A's session expired; partition state {st}"
-                 + (f": empty B leads, the {len(acked)} acknowledged records are lost"
-                    if st and st.get("leader") == b else
-                    ": no eligible replica, the partition is offline (unavailable, but nothing acknowledged is lost)"
-                    if st and st.get("leader") == -1 else ""))
+        self._fail_leader(ctx, a, b, len(acked), 5)
         ctx.nemesis("cut", "stop", [nb], links=[f"{nb}->{na}"])
         ctx.nemesis("kill", "stop", [na])
         ctx.wait(lambda: self.epoch(ctx, a), 2 * ctx.T + 5, "A to register again")
@@ -253,15 +257,7 @@ class Kafka14139(BounceBase):
             ctx.step(f"6. the held AlterPartition ({n} released) reaches the controller: error "
                      f"{reply.get('error') or 'NONE'}, {TOPIC}: {answered}")
         ctx.step(f"   partition state now {self._state(ctx)}")
-        ctx.nemesis("kill", "start", [na])
-        ctx.step("7. A fails (SIGKILL)")
-        self._gone(ctx, a, 2 * ctx.T + 5)
-        st = ctx.wait(lambda: (s := self._state(ctx)) and s.get("leader") != a and s, 15, "a new leader")
-        ctx.step(f"   A's session expired; partition state {st}"
-                 + (f": empty B leads, the {len(acked)} acknowledged records are lost"
-                    if st and st.get("leader") == b else
-                    ": no eligible replica, the partition is offline (unavailable, but nothing acknowledged is lost)"
-                    if st and st.get("leader") == -1 else ""))
+        self._fail_leader(ctx, a, b, len(acked), 15)
         ctx.nemesis("kill", "stop", [na])
         ctx.wait(lambda: self.epoch(ctx, a), KAFKA_START_S, "A to register again")
         ctx.nemesis("kafka_rules", "stop")

@@ -10,12 +10,11 @@ partition, with the replicas the brokers report.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from workloads.base import INFO, OK, Op
-from workloads.kafka_queue import QUIET, _error, send_outcome
+from workloads.base import Op
+from workloads.kafka_queue import QUIET, create_topic
 
 
 @dataclass
@@ -42,7 +41,6 @@ class KafkaAdminClient:
         return self._create_topic(op)
 
     def _create_topic(self, op: Op) -> Op:
-        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic
 
         topic = op.value["topic"]
@@ -52,29 +50,10 @@ class KafkaAdminClient:
         admin = AdminClient({"bootstrap.servers": self._bootstrap, "client.id": f"zkfence-{self._process}", **QUIET})
         config = {"min.insync.replicas": str(self.min_insync_replicas), "unclean.leader.election.enable": "false"}
         assignment = [replicas[p] for p in range(len(replicas))]
-        try:
-            admin.create_topics([NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment,
-                                          config=config)],
-                                request_timeout=self.timeout_s)[topic].result(timeout=self.timeout_s)
-        except KafkaException as e:
-            err = e.args[0]
-            if err.name() != "TOPIC_ALREADY_EXISTS":
-                return op.complete(send_outcome(err.code()), **_error(err))
-        end = time.monotonic() + self.timeout_s
-        last: Any = None
-        while time.monotonic() < end:
-            try:
-                meta = admin.list_topics(topic, timeout=5).topics[topic]
-            except KafkaException as e:
-                last = e.args[0]
-                time.sleep(0.3)
-                continue
-            parts = meta.partitions
-            if meta.error is None and len(parts) == len(replicas) and all(parts[p].leader >= 0 for p in parts):
-                return op.complete(OK, replicas={str(p): list(parts[p].replicas) for p in sorted(parts)})
-            last = meta.error
-            time.sleep(0.3)
-        return op.complete(INFO, error=f"no leader for every partition within {self.timeout_s:g} s ({last})")
+        # librdkafka refuses an assignment whose length is not num_partitions
+        return create_topic(op, admin, NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment,
+                                                config=config),
+                            len(replicas), timeout_s=self.timeout_s, poll_s=0.3)
 
     def close(self) -> None:
         pass

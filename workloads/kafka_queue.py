@@ -55,6 +55,38 @@ PARTITION_EOF = -191
 QUIET = {"log_level": 0}  # librdkafka's own log lines would interleave with the run's live view
 
 
+
+def create_topic(op: Op, admin: Any, new_topic: Any, partitions: int, *, timeout_s: float, poll_s: float,
+                 **done: Any) -> Op:
+    """``new_topic`` created through ``admin`` (one already there is fine), then ``ok`` once the
+    Metadata answer names a leader for each of its ``partitions``, with the replicas the brokers
+    report (and ``done``); a broker's refusal is its code's outcome, no leader in time ``info``."""
+    from confluent_kafka import KafkaException
+
+    topic = new_topic.topic
+    try:
+        admin.create_topics([new_topic], request_timeout=timeout_s)[topic].result(timeout=timeout_s)
+    except KafkaException as e:
+        err = e.args[0]
+        if err.name() != "TOPIC_ALREADY_EXISTS":
+            return op.complete(send_outcome(err.code()), **_error(err))
+    end = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < end:
+        try:
+            meta = admin.list_topics(topic, timeout=5).topics[topic]
+        except KafkaException as e:
+            last = e.args[0]
+            time.sleep(poll_s)
+            continue
+        parts = meta.partitions
+        if meta.error is None and len(parts) == partitions and all(parts[p].leader >= 0 for p in parts):
+            return op.complete(OK, replicas={str(p): list(parts[p].replicas) for p in sorted(parts)}, **done)
+        last = meta.error
+        time.sleep(poll_s)
+    return op.complete(INFO, error=f"no leader for every partition within {timeout_s:g} s ({last})")
+
+
 def send_outcome(code: int) -> str:
     """A produce that ended with error ``code``: ``fail`` when nothing was sent, else ``info``."""
     return FAIL if code in UNSENT_CODES else INFO
@@ -132,37 +164,15 @@ class KafkaQueueClient:
 
     # -- ops ---------------------------------------------------------------------------------------
     def _create_topic(self, op: Op) -> Op:
-        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic
 
         topic, n = op.value["topic"], int(op.value["partitions"])
         rf = min(3, len(self._brokers))
-        admin = AdminClient(self._common())
         config = {"min.insync.replicas": str(min(self.min_insync_replicas, rf)),
                   "unclean.leader.election.enable": "false"}
-        try:
-            admin.create_topics([NewTopic(topic, num_partitions=n, replication_factor=rf, config=config)],
-                                request_timeout=30)[topic].result(timeout=30)
-        except KafkaException as e:
-            err = e.args[0]
-            if err.name() != "TOPIC_ALREADY_EXISTS":
-                return op.complete(send_outcome(err.code()), **_error(err))
-        end = time.monotonic() + 60.0
-        last: Any = None
-        while time.monotonic() < end:
-            try:
-                meta = admin.list_topics(topic, timeout=5).topics[topic]
-            except KafkaException as e:
-                last = e.args[0]
-                time.sleep(0.5)
-                continue
-            parts = meta.partitions
-            if meta.error is None and len(parts) == n and all(parts[p].leader >= 0 for p in range(n)):
-                return op.complete(OK, replicas={str(p): list(parts[p].replicas) for p in range(n)},
-                                   min_insync_replicas=int(config["min.insync.replicas"]))
-            last = meta.error
-            time.sleep(0.5)
-        return op.complete(INFO, error=f"no leader for every partition within 60 s ({last})")
+        return create_topic(op, AdminClient(self._common()), NewTopic(topic, num_partitions=n, replication_factor=rf,
+                                                                      config=config),
+                            n, timeout_s=60.0, poll_s=0.5, min_insync_replicas=int(config["min.insync.replicas"]))
 
     def _send(self, op: Op) -> Op:
         from confluent_kafka import KafkaException
