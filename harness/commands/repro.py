@@ -108,7 +108,24 @@ def kafka_option(args: argparse.Namespace, sc: Any, ensemble: int | None = None)
         from scenarios.fixes import fix_status
 
         raise UsageError(f"--fixed: no Kafka release to run with --kafka: {sc.id}: {fix_status(sc.jira)}")
+    if why := unfed_checker(sc, kafka.version):
+        raise UsageError(f"--kafka: {sc.id} on Kafka {kafka.version}: {why}")
     return kafka
+
+
+def unfed_checker(sc: Any, version: str) -> str | None:
+    """Why one of the story's checkers cannot judge its real-broker run on ``version``
+    (``checkers.kafka_feeds``: a checker given nothing would say valid, and a clean run would read
+    as the fix), or None. A story's run has the ZooKeeper proxy, the Kafka proxy when it asks for
+    it, and the queue client when a queue checker judges it."""
+    from checkers.kafka_feeds import kafka_feeds
+
+    feeds = kafka_feeds(version, kafkaproxy=sc.kafka_proxy, zkproxy=True,
+                        queue=any(c.startswith("queue_") for c in sc.checkers))
+    for name in sc.checkers:
+        if feeds[name].fed_from is None:
+            return f"its checker {name} cannot judge a real broker there: {feeds[name].unknown}"
+    return None
 
 
 def _list(console: Console) -> int:
