@@ -117,6 +117,17 @@ def run(tmp_path: Path, scenario: Scenario, rules: list[dict] | None = None) -> 
     return events(evpath)
 
 
+@contextlib.contextmanager
+def control_api(proxy: KafkaProxy, loop: asyncio.AbstractEventLoop) -> Any:
+    """The proxy's control API served on loopback for one scenario, and a client of it."""
+    ctl = ControlServer(proxy, loop)
+    ctl.start()
+    try:
+        yield KafkaProxyClient(ctl.host, ctl.port)
+    finally:
+        ctl.stop()
+
+
 def test_a_control_request_and_its_response_are_one_event_each(tmp_path: Path) -> None:
     async def sc(proxy: KafkaProxy, broker: FakeBroker, c: Client) -> None:
         c.send(ks.frame(ks.leader_and_isr_v7(partitions=60), 17))
@@ -144,10 +155,7 @@ def test_hold_keeps_a_request_that_later_ones_overtake_until_released(tmp_path: 
 
     async def sc(proxy: KafkaProxy, broker: FakeBroker, c: Client) -> None:
         loop = asyncio.get_running_loop()
-        ctl = ControlServer(proxy, loop)
-        ctl.start()
-        api = KafkaProxyClient(ctl.host, ctl.port)
-        try:
+        with control_api(proxy, loop) as api:
             c.send(ks.frame(ks.leader_and_isr_v7(controller_epoch=3), 1))
             c.send(ks.frame(ks.update_metadata_v8(controller_epoch=4), 2))
             assert await c.response_id() == 2  # the later request overtook the held one
@@ -158,8 +166,6 @@ def test_hold_keeps_a_request_that_later_ones_overtake_until_released(tmp_path: 
             assert await c.response_id() == 1  # delivered late: the stale request
             assert broker.got == [(6, 2), (4, 1)]
             assert await loop.run_in_executor(None, api.release) == 0
-        finally:
-            ctl.stop()
 
     evs = run(tmp_path, sc, rules)
     held, = frames(evs, api="LeaderAndIsr", kind="request")
@@ -177,10 +183,7 @@ def test_capture_forwards_and_replay_resends_on_a_connection_of_its_own(tmp_path
 
     async def sc(proxy: KafkaProxy, broker: FakeBroker, c: Client) -> None:
         loop = asyncio.get_running_loop()
-        ctl = ControlServer(proxy, loop)
-        ctl.start()
-        api = KafkaProxyClient(ctl.host, ctl.port)
-        try:
+        with control_api(proxy, loop) as api:
             c.send(ks.frame(ks.leader_and_isr_v7(controller_epoch=3), 1))
             assert await c.response_id() == 1  # forwarded as it came
             c.send(ks.frame(ks.leader_and_isr_v7(controller_epoch=4), 2))  # past the budget: not captured
@@ -194,8 +197,6 @@ def test_capture_forwards_and_replay_resends_on_a_connection_of_its_own(tmp_path
             assert len(await loop.run_in_executor(None, api.replay)) == 1  # the copy is kept: again
             msg = await loop.run_in_executor(None, lambda: _error_of(api.replay, "other"))
             assert "HTTP 400" in msg and "nothing captured by rule other" in msg
-        finally:
-            ctl.stop()
 
     evs = run(tmp_path, sc, rules)
     orig = frames(evs, action="capture")
@@ -339,10 +340,7 @@ def test_malformed_frames_both_ways_leave_the_proxy_up(tmp_path: Path) -> None:
 def test_control_api_refuses_an_unknown_api_name(tmp_path: Path) -> None:
     async def sc(proxy: KafkaProxy, broker: FakeBroker, c: Client) -> None:
         loop = asyncio.get_running_loop()
-        ctl = ControlServer(proxy, loop)
-        ctl.start()
-        api = KafkaProxyClient(ctl.host, ctl.port)
-        try:
+        with control_api(proxy, loop) as api:
             def bad() -> str:
                 try:
                     api.add_rule({"match": {"api": "Nope"}, "action": "drop"})
@@ -352,8 +350,6 @@ def test_control_api_refuses_an_unknown_api_name(tmp_path: Path) -> None:
             msg = await loop.run_in_executor(None, bad)
             assert "HTTP 400" in msg and "key 'match.api'" in msg
             assert await loop.run_in_executor(None, api.add_rule, {"id": "ok", "match": {"api": 4}, "action": "hold"}) == "ok"
-        finally:
-            ctl.stop()
 
     run(tmp_path, sc)
 
