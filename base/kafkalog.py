@@ -238,23 +238,20 @@ def with_view_epochs(sources: list[Iterable[Event]], brokers: Sequence[int]) -> 
     then (``register ok`` up to ``WIRE_SLACK_S`` after the line: the controller reads the czxid with
     the ids, and the broker logs its registration after the create's reply); None where no
     registration names one (before 2.2 without the ZooKeeper proxy)."""
-    read = {i: list(sources[i]) for i in brokers}
-    regs: dict[str, list[tuple[float, int]]] = {}
-    for events in read.values():
-        for e in events:
-            if e.f == "register" and e.type == "ok" and isinstance(e.value.get("epoch"), int):
-                regs.setdefault(str(e.value.get("broker_id")), []).append((e.t_wall, e.value["epoch"]))
+    from base.kafkawire import epoch_at, registration_epochs
 
-    def epoch_at(b: str, t: float) -> int | None:
-        seen = [epoch for at, epoch in sorted(regs.get(b, [])) if at <= t + WIRE_SLACK_S]
-        return seen[-1] if seen else None
+    read = {i: list(sources[i]) for i in brokers}
+    regs = registration_epochs(e for events in read.values() for e in events)
+
+    def epoch_of(b: str, t: float) -> int | None:
+        return epoch_at(regs, int(b), t + WIRE_SLACK_S) if b.isdigit() else None
 
     def fill(e: Event) -> Event:
         live = e.value.get("live")
         if e.f != "broker_change" or not isinstance(live, dict) or any(v is not None for v in live.values()):
             return e
         return Event(e.run, e.src, e.seq, e.t_wall, e.t_mono, e.type, e.f, e.process,
-                     {**e.value, "live": {b: epoch_at(b, e.t_wall) for b in live}})
+                     {**e.value, "live": {b: epoch_of(b, e.t_wall) for b in live}})
 
     return [[fill(e) for e in read[i]] if i in read else s for i, s in enumerate(sources)]
 

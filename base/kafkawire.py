@@ -140,7 +140,7 @@ def creation_epochs(zk_events: Iterable[Event]) -> dict[int, list[tuple[float, i
     return out
 
 
-def _epoch_at(epochs: dict[int, list[tuple[float, int]]], broker: int | None, t: float) -> int | None:
+def epoch_at(epochs: dict[int, list[tuple[float, int]]], broker: int | None, t: float) -> int | None:
     """Broker ``broker``'s registration epoch current at ``t`` (its last one at or before)."""
     if broker is None:
         return None
@@ -202,7 +202,7 @@ def wire_events(frames: Iterable[Event], broker_events: Iterable[Event] = (), ru
             broker = rv.get("dst_broker")
             add(e.seq, "control_recv", e.t_wall, broker, request_id=rid, kind=api, **{"from": rv.get("controller_id")},
                 controller_epoch=rv.get("controller_epoch"), **inferred.get(req.seq, {"broker_epoch": None}),
-                max_broker_epoch=None, own_epoch=_epoch_at(epochs, broker, e.t_wall), max_controller_epoch_seen=None,
+                max_broker_epoch=None, own_epoch=epoch_at(epochs, broker, e.t_wall), max_controller_epoch_seen=None,
                 outcome="applied" if code == 0 else "rejected", error_code=code, full=None,
                 partitions=_partitions(rv),
                 partition_errors=[p for p in _partitions(v) if p.get("error")] or None)
@@ -235,7 +235,7 @@ def _request_epoch(v: dict[str, Any], at_send: dict[int, list[tuple[float, int]]
     of ``whose`` current at ``t`` (module docstring), marked as inferred."""
     if "broker_epoch" in v:
         return {"broker_epoch": v["broker_epoch"]}
-    epoch = _epoch_at(at_send, whose, t)
+    epoch = epoch_at(at_send, whose, t)
     return {"broker_epoch": epoch, "broker_epoch_from": AT_SEND} if epoch is not None else {"broker_epoch": None}
 
 
@@ -285,11 +285,6 @@ def topic_names(frames: Iterable[Event]) -> dict[str, str]:
             if isinstance(p.get("topic_id"), str) and isinstance(p.get("topic"), str) and p["topic"] != p["topic_id"]:
                 out[p["topic_id"]] = p["topic"]
     return out
-
-
-def _errors_by_partition(frame: dict[str, Any], names: dict[str, str]) -> dict[tuple[Any, Any], str]:
-    return {(names.get(p.get("topic"), p.get("topic")), p.get("partition")): p["error"]
-            for p in _partitions(frame) if p.get("error")}
 
 
 def isr_events(frames: Iterable[Event], run: str = "") -> list[Event]:
@@ -402,5 +397,6 @@ def map_run_frames(events_dir: Path, run_id: str = "") -> Path | None:
         zk_events = list(read_events(zk))
         logs = [e for src in with_wire_registrations([logs], zk_events) for e in src]
         created = creation_epochs(zk_events)
-    control = wire_events(read_events(frames), logs, run_id, created)
-    return write_events(merged(control, isr_events(read_events(frames), run_id)), events_dir / "kafkawire.jsonl")
+    read = list(read_events(frames))  # both mappings walk it: one read of the proxy's (large) file
+    control = wire_events(read, logs, run_id, created)
+    return write_events(merged(control, isr_events(read, run_id)), events_dir / "kafkawire.jsonl")
