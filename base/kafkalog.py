@@ -232,14 +232,32 @@ def with_wire_registrations(sources: list[Iterable[Event]], wire: Iterable[Event
     return [map(fill, events) for events in sources]
 
 
+def registration_epochs(events: Iterable[Event]) -> dict[int, list[tuple[float, int]]]:
+    """Broker id → its ``register ok`` (time, epoch) from its log's events, oldest first."""
+    out: dict[int, list[tuple[float, int]]] = {}
+    for e in events:
+        if e.f == "register" and e.type == "ok" and isinstance(e.value.get("epoch"), int):
+            out.setdefault(int(e.value["broker_id"]), []).append((e.t_wall, int(e.value["epoch"])))
+    return {b: sorted(v) for b, v in out.items()}
+
+
+def epoch_at(epochs: dict[int, list[tuple[float, int]]], broker: int | None, t: float) -> int | None:
+    """Broker ``broker``'s registration epoch current at ``t`` (its last one at or before)."""
+    if broker is None:
+        return None
+    current = None
+    for at, epoch in epochs.get(broker, []):
+        if at <= t:
+            current = epoch
+    return current
+
+
 def with_view_epochs(sources: list[Iterable[Event]], brokers: Sequence[int]) -> list[Iterable[Event]]:
     """``sources`` with each ``broker_change`` of a real controller's log (the streams at indexes
     ``brokers``, read here) given, for each live broker, the epoch of its registration current
     then (``register ok`` up to ``WIRE_SLACK_S`` after the line: the controller reads the czxid with
     the ids, and the broker logs its registration after the create's reply); None where no
     registration names one (before 2.2 without the ZooKeeper proxy)."""
-    from base.kafkawire import epoch_at, registration_epochs
-
     read = {i: list(sources[i]) for i in brokers}
     regs = registration_epochs(e for events in read.values() for e in events)
 

@@ -99,6 +99,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from base.kafkalog import epoch_at, registration_epochs, wire_creations, with_wire_registrations, write_events
 from history import Event, read_events
 
 SOURCE = "kafkawire"
@@ -119,36 +120,14 @@ def error_code(name: str | None) -> int:
     return int(ErrorCode[name.lower()].value)
 
 
-def registration_epochs(events: Iterable[Event]) -> dict[int, list[tuple[float, int]]]:
-    """Broker id → its ``register ok`` (time, epoch) from its log's events, oldest first."""
-    out: dict[int, list[tuple[float, int]]] = {}
-    for e in events:
-        if e.f == "register" and e.type == "ok" and isinstance(e.value.get("epoch"), int):
-            out.setdefault(int(e.value["broker_id"]), []).append((e.t_wall, int(e.value["epoch"])))
-    return {b: sorted(v) for b, v in out.items()}
-
-
 def creation_epochs(zk_events: Iterable[Event]) -> dict[int, list[tuple[float, int]]]:
     """Broker id → (time, czxid) of each create of ``/brokers/ids/N`` the ZooKeeper wire proxy saw."""
-    from base.kafkalog import wire_creations
-
     out: dict[int, list[tuple[float, int]]] = {}
     for path, created in wire_creations(zk_events).items():
         tail = path.removeprefix("/brokers/ids/")
         if tail.isdigit():
             out[int(tail)] = [(t, czxid) for t, _, czxid, _ in created]
     return out
-
-
-def epoch_at(epochs: dict[int, list[tuple[float, int]]], broker: int | None, t: float) -> int | None:
-    """Broker ``broker``'s registration epoch current at ``t`` (its last one at or before)."""
-    if broker is None:
-        return None
-    current = None
-    for at, epoch in epochs.get(broker, []):
-        if at <= t:
-            current = epoch
-    return current
 
 
 def _partitions(frame: dict[str, Any]) -> list[dict[str, Any]]:
@@ -388,7 +367,6 @@ def map_run_frames(events_dir: Path, run_id: str = "") -> Path | None:
     frames = events_dir / "kafkaproxy.jsonl"
     if not frames.exists():
         return None
-    from base.kafkalog import with_wire_registrations, write_events
 
     logs: list[Event] = [e for p in sorted(events_dir.glob("kafka-*.jsonl")) for e in read_events(p)]
     created = None

@@ -107,14 +107,11 @@ class KafkaProxyNemesis(WireRulesNemesis):
                 self.capturing.append(ids[0])
             return {"rule_ids": ids}
         removed = self._remove_some(op) if op.f == "kafka_rules" and op.params.get("rule_ids") else self.remove(op.f)
-        out: dict[str, Any] = {"rules_removed": removed}
+        out = self.stopped(op.f, removed)
         if op.f == "replay_control":  # the copies outlive their rule: replay each capture rule's now
             client = self.need_client(op.f)
             captures, self.capturing = [r for r in removed if r in self.capturing], []
             out["replayed"] = [r for rid in captures for r in client.replay(rid)]
-        if op.f in ("hold_control", "kafka_rules"):  # a removed rule holds nothing more; what it held goes now, late
-            client = self.need_client(op.f)
-            out["released"] = sum(client.release(rid) for rid in removed)
         return out
 
     def _remove_some(self, op: FaultOp) -> list[str]:

@@ -44,6 +44,12 @@ class WireRulesNemesis:
                 removed.append(rid)
         return removed
 
+    def stopped(self, f: str, removed: list[str]) -> dict[str, Any]:
+        """A stop's report: the rules it removed, and what they held released now, late (a removed
+        rule holds nothing more; a rule that holds nothing releases 0)."""
+        client = self.need_client(f)
+        return {"rules_removed": removed, "released": sum(client.release(rid) for rid in removed)}
+
     def heal(self) -> dict[str, Any]:
         """Every rule cleared and every held frame released."""
         self.installed = {}

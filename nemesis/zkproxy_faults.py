@@ -60,6 +60,4 @@ class ZkProxyNemesis(WireRulesNemesis):
             if not isinstance(rules, list) or not rules:
                 raise ValueError("zk_rules: params.rules must be a non-empty list of rule tables")
             return {"rule_ids": self.install(op.f, self._scoped(rules, op.targets))}
-        removed = self.remove()
-        client = self.need_client(op.f)  # a removed hold rule holds nothing more: what it held goes now
-        return {"rules_removed": removed, "released": sum(client.release(rid) for rid in removed)}
+        return self.stopped(op.f, self.remove())

@@ -20,6 +20,7 @@ class FakeClient:
         self.rules: dict[str, dict[str, Any]] = {}
         self.released: list[str | None] = []
         self.replayed: list[str | None] = []
+        self.holding: set[str] = set()  # the hold rules added (each keeps 2 frames, say)
         self.n = 0
 
     def add_rules(self, rules: list[dict[str, Any]]) -> list[str]:
@@ -29,6 +30,9 @@ class FakeClient:
             self.n += 1
             self.rules[f"r{self.n}"] = r
             ids.append(f"r{self.n}")
+            action = r.get("action")
+            if (action.get("type") if isinstance(action, dict) else action) == "hold":
+                self.holding.add(f"r{self.n}")
         return ids
 
     def remove_rule(self, rid: str) -> None:
@@ -41,7 +45,7 @@ class FakeClient:
 
     def release(self, rule_id: str | None = None) -> int:
         self.released.append(rule_id)
-        return 2
+        return 2 if rule_id is None or rule_id in self.holding else 0
 
     def replay(self, rule_id: str | None = None) -> list[dict[str, Any]]:
         self.replayed.append(rule_id)
@@ -85,7 +89,7 @@ def test_start_installs_stop_removes_and_releases_what_it_held() -> None:
     assert nem.invoke(FaultOp("drop_control", "start", ["b1"], {})) == {"rule_ids": ["r2"]}
     assert nem.invoke(FaultOp("hold_control", "stop", [], {})) == {"rules_removed": ["r1"], "released": 2}
     assert c.released == ["r1"] and list(c.rules) == ["r2"]  # the drop stays until its own stop
-    assert nem.invoke(FaultOp("drop_control", "stop", [], {})) == {"rules_removed": ["r2"]}
+    assert nem.invoke(FaultOp("drop_control", "stop", [], {})) == {"rules_removed": ["r2"], "released": 0}
     nem.invoke(FaultOp("delay_alter_partition", "start", ["b1", "b2"], {"delay_ms": 100}))
     assert nem.heal() == {"kafkaproxy_rules_cleared": 1, "released": 2} and not c.rules
 
@@ -95,7 +99,8 @@ def test_replay_controls_stop_replays_what_its_rule_captured() -> None:
     nem = nemesis(c)
     assert nem.invoke(FaultOp("replay_control", "start", ["b2"], {"api": "StopReplica"})) == {"rule_ids": ["r1"]}
     out = nem.invoke(FaultOp("replay_control", "stop", ["b2"], {}))
-    assert out == {"rules_removed": ["r1"], "replayed": [{"replay_of": 7, "error": "STALE_BROKER_EPOCH"}]}
+    assert out == {"rules_removed": ["r1"], "released": 0,  # a capture holds nothing
+                   "replayed": [{"replay_of": 7, "error": "STALE_BROKER_EPOCH"}]}
     assert c.replayed == ["r1"] and not c.rules
     # with the shutdown answers delayed: two rules, only the capture's copies replayed
     assert nem.invoke(FaultOp("replay_control", "start", ["b2"], {"shutdown_answer_delay_ms": 1500})) == {
@@ -120,7 +125,7 @@ def test_kafka_rules_installs_the_rules_given_and_its_stop_releases_what_they_he
     assert c.released == ["r1"] and list(c.rules) == ["r2"]
     with pytest.raises(ValueError, match="no rule r1 installed by it"):
         nem.invoke(FaultOp("kafka_rules", "stop", [], {"rule_ids": ["r1"]}))
-    assert nem.invoke(FaultOp("kafka_rules", "stop", [], {})) == {"rules_removed": ["r2"], "released": 2}
+    assert nem.invoke(FaultOp("kafka_rules", "stop", [], {})) == {"rules_removed": ["r2"], "released": 0}
     assert c.released == ["r1", "r2"] and not c.rules
     with pytest.raises(ValueError, match="params.rules must be a non-empty list"):
         nem.invoke(FaultOp("kafka_rules", "start", [], {"rules": []}))
