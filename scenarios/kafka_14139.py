@@ -33,8 +33,6 @@ partition states; ``queue_lost_write`` the final read through confluent-kafka.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from agent import znodes as zn
@@ -72,41 +70,6 @@ def cut_fetch_rule(follower: int, leader: int) -> dict[str, Any]:
     return {"id": CUT_RULE, "match": {"api": ["Fetch", "OffsetForLeaderEpoch"], "kind": "request",
                                       "src_broker": follower, "dst_broker": leader},
             "action": "drop", "comment": "KAFKA-14139: the restarted replica cannot fetch"}
-
-
-class WireFrames:
-    """The run's Kafka proxy frames as the proxy writes them (``events/kafkaproxy.jsonl``: every line
-    flushed), read on from where the last look stopped: what the story waits for on real brokers,
-    whose control plane writes no events of its own."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.pos = 0
-        self.frames: list[dict[str, Any]] = []
-
-    def poll(self) -> list[dict[str, Any]]:
-        if self.path.exists():
-            with self.path.open("rb") as fh:
-                fh.seek(self.pos)
-                data = fh.read()
-            end = data.rfind(b"\n")  # a torn last line is read on the next look
-            if end >= 0:
-                for line in data[:end].splitlines():
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:
-                        continue
-                    if rec.get("f") == "kafka_frame" and isinstance(rec.get("value"), dict):
-                        self.frames.append(rec)
-                self.pos += end + 1
-        return self.frames
-
-    def find(self, pred: Callable[[dict[str, Any]], bool], after: int = 0) -> dict[str, Any] | None:
-        """The first frame (its value, with ``seq``) past proxy event ``after`` that ``pred`` accepts."""
-        for rec in self.poll():
-            if rec["seq"] > after and pred(rec["value"]):
-                return {**rec["value"], "seq": rec["seq"]}
-        return None
 
 
 class Kafka14139(BounceBase):
@@ -194,7 +157,7 @@ class Kafka14139(BounceBase):
         A's AlterPartition is held on the wire, and the restarted B's fetches to A are dropped there
         (broker to broker traffic has no Toxiproxy link). What the agents say of themselves is read
         from ZooKeeper (partition state, registrations) and from the proxy's frames."""
-        wire = WireFrames(ctx.run_dir / "events" / "kafkaproxy.jsonl")
+        wire = self.wire(ctx)
         c = self.controller(ctx)
         a, b = sorted(x for x in self.brokers if x != c)[:2]
         na, nb = ctx.node(a), ctx.node(b)

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from agent import znodes as zn
@@ -40,6 +42,43 @@ from workloads.base import Client
 from workloads.kafka import AdminClient
 
 TOPIC = "t7235"
+
+
+class WireFrames:
+    """The run's Kafka proxy frames as the proxy writes them (``events/kafkaproxy.jsonl``: every line
+    flushed), read on from where the last look stopped: what the story waits for on real brokers,
+    whose control plane writes no events of its own."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pos = 0
+        self.frames: list[dict[str, Any]] = []
+        self.values: list[dict[str, Any]] = []  # each frame's value with its ``seq``
+
+    def poll(self) -> list[dict[str, Any]]:
+        if self.path.exists():
+            with self.path.open("rb") as fh:
+                fh.seek(self.pos)
+                data = fh.read()
+            end = data.rfind(b"\n")  # a torn last line is read on the next look
+            if end >= 0:
+                for line in data[:end].splitlines():
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        continue
+                    if rec.get("f") == "kafka_frame" and isinstance(rec.get("value"), dict):
+                        self.frames.append(rec)
+                        self.values.append({**rec["value"], "seq": rec["seq"]})
+                self.pos += end + 1
+        return self.frames
+
+    def find(self, pred: Callable[[dict[str, Any]], bool], after: int = 0) -> dict[str, Any] | None:
+        """The first frame (its value, with ``seq``) past proxy event ``after`` that ``pred`` accepts."""
+        for rec in self.poll():
+            if rec["seq"] > after and pred(rec["value"]):
+                return {**rec["value"], "seq": rec["seq"]}
+        return None
 
 
 class BounceBase(Scenario):
@@ -139,20 +178,18 @@ class BounceBase(Scenario):
         ctx.step(f"   {topic}-0 ISR {isr}: broker {b} follows")
         return c, b, e1 or 0
 
+    def wire(self, ctx: RunContext) -> WireFrames:
+        """This run's Kafka proxy frames, read on incrementally (one reader per run)."""
+        path = ctx.run_dir / "events" / "kafkaproxy.jsonl"
+        wire = getattr(self, "_wire", None)
+        if wire is None or wire.path != path:
+            wire = self._wire = WireFrames(path)
+        return wire
+
     def frames(self, ctx: RunContext) -> list[dict[str, Any]]:
-        """The Kafka proxy's ``kafka_frame`` events so far (its event file, flushed per line)."""
-        proxy = ctx.cluster.kafkaproxy
-        if proxy is None or not proxy.events.exists():
-            return []
-        out = []
-        for line in proxy.events.read_text().splitlines():
-            try:
-                d = json.loads(line)
-            except ValueError:  # a line being written
-                continue
-            if d.get("f") == "kafka_frame":
-                out.append({"seq": d["seq"], **d["value"]})
-        return out
+        """The Kafka proxy's ``kafka_frame`` events so far: each value with its ``seq``."""
+        self.wire(ctx).poll()
+        return self.wire(ctx).values
 
     def wait_follower_kafka(self, ctx: RunContext, b: int, after_seq: int = 0, timeout: float = 60,
                             topic: str = TOPIC) -> dict[str, Any] | None:

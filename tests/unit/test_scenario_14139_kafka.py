@@ -14,7 +14,8 @@ from harness.commands.repro import kafka_option
 from harness.spec import ANOMALY, KafkaBrokers
 from nemesis.kafkaproxy.rules import parse_rules
 from nemesis.registry import HOLD_CAP_MS
-from scenarios.kafka_14139 import SCENARIO, WireFrames, cut_fetch_rule, hold_alter_partition_rule
+from scenarios.kafka_7235 import WireFrames
+from scenarios.kafka_14139 import SCENARIO, cut_fetch_rule, hold_alter_partition_rule
 from workloads.kafka_admin import KafkaAdminClient
 from workloads.kafka_queue import KafkaQueueClient
 
