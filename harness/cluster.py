@@ -414,7 +414,7 @@ class Cluster:
             link = self.links.create(Link(f"{CLIENT_NODE}->{node.name}", "client-broker", CLIENT_NODE, node.name,
                                           f"{node.address}:{client_port}"))
             settings = KafkaSettings(spec.version, connect, session_timeout_ms=self.inv.agents.session_timeout_ms,
-                                     extra={"zookeeper.clientCnxnSocket": socket},
+                                     extra={"zookeeper.clientCnxnSocket": socket, **dict(spec.properties)},
                                      system_props={"zookeeper.clientCnxnSocket": socket},
                                      client_listener=(client_port, link.listen), advertised_plaintext=advertised)
             broker = KafkaBroker(node.name, node.broker_id, node.address, port, self.remotes[node.name],

@@ -28,11 +28,13 @@ class KafkaBrokers:
 
     ``zk_socket``: the ZooKeeper client socket the brokers use; ``zk_hosts``: how many servers their
     ``zookeeper.connect`` names (the first N of the ensemble, each through its Toxiproxy link; None:
-    all of them)."""
+    all of them); ``properties``: more ``server.properties`` for every broker, as (key, value) pairs
+    (a story's broker configuration, ``Scenario.kafka_properties``; a tuple: the spec is hashable)."""
 
     version: str
     zk_socket: str = "nio"
     zk_hosts: int | None = None
+    properties: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.zk_socket not in ZK_SOCKETS:
@@ -40,10 +42,14 @@ class KafkaBrokers:
         if self.zk_hosts is not None and (isinstance(self.zk_hosts, bool) or not isinstance(self.zk_hosts, int)
                                           or self.zk_hosts < 1):
             raise ValueError(f"zk_hosts is a positive integer, not {self.zk_hosts!r}")
+        for kv in self.properties:
+            if len(kv) != 2 or not all(isinstance(x, str) and x and "\n" not in x for x in kv):
+                raise ValueError(f"properties are (key, value) pairs of one-line strings, not {kv!r}")
 
     def describe(self) -> str:
         hosts = "all" if self.zk_hosts is None else str(self.zk_hosts)
-        return f"Kafka {self.version} ({self.zk_socket} ZooKeeper client, {hosts} host(s) in zookeeper.connect)"
+        props = "".join(f", {k}={v}" for k, v in self.properties)
+        return f"Kafka {self.version} ({self.zk_socket} ZooKeeper client, {hosts} host(s) in zookeeper.connect{props})"
 
 
 @dataclass(frozen=True)

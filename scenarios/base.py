@@ -9,7 +9,7 @@ the recorded history; a scenario never decides it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.engine import RunContext
@@ -51,6 +51,16 @@ class Scenario:
     # the first Kafka release the real-broker story can be told on, and why none before it can
     # (``--kafka`` with an older release is refused: a run there would judge nothing)
     kafka_since: tuple[str, str] | None = None
+    # server.properties every broker of the story's real-broker run gets (``KafkaBrokers.properties``):
+    # a story whose bug shows only under a broker configuration says so here, in one place
+    kafka_properties: dict[str, str] = field(default_factory=dict)
+    # the checkers that judge the real-broker run, when not ``checkers`` (a checker the story's
+    # broker configuration leaves nothing to decide from, or decides against the released fix)
+    kafka_checkers: list[str] | None = None
+
+    def checkers_on_kafka(self) -> list[str]:
+        """The checkers of a ``--kafka`` run: ``kafka_checkers`` when given, else ``checkers``."""
+        return list(self.checkers if self.kafka_checkers is None else self.kafka_checkers)
 
     def fixed_on(self, version: str) -> bool:
         """Kafka ``version`` carries this story's fix."""
@@ -93,20 +103,23 @@ class Scenario:
         expecting a clean run from the same checkers; with ``kafka``, the same story and checkers
         with real Kafka brokers of that release: the anomaly expected before ``kafka_fixed_in``,
         a clean run from it on."""
+        checkers = tuple(self.checkers_on_kafka() if kafka is not None else self.checkers)
         common: dict[str, Any] = dict(
             brokers=list(self.brokers), zk_overrides=dict(self.zk_overrides),
             script=self.play_on_kafka if kafka is not None else self.play,
             clients=self.kafka_clients() if kafka is not None else self.clients(), recovery=False,
-            agents_end="kill", checkers=tuple(self.checkers),
+            agents_end="kill", checkers=checkers,
             local_check=not (self.needs_spark or spark), margin_ms=self.margin_ms)
         if kafka is not None:
             if fixed:
                 raise ValueError("--fixed picks the agents' fix; a release carries its own (--kafka VERSION)")
             released_fix = self.fixed_on(kafka.version)
+            if self.kafka_properties:  # the story's broker configuration on top of the flags'
+                kafka = replace(kafka, properties=(*kafka.properties, *self.kafka_properties.items()))
             return TestSpec(
                 name=f"repro-{self.id}-kafka-{kafka.version}", zkproxy="all", kafka=kafka,
                 kafkaproxy=self.kafka_proxy,
-                expect=Expectation(VALID if released_fix else ANOMALY, tuple(self.checkers)),
+                expect=Expectation(VALID if released_fix else ANOMALY, checkers),
                 info={"scenario": self.id, "jira": self.jira, "fixed": released_fix,
                       "variant": f"kafka:{kafka.version}"},
                 **common)

@@ -39,17 +39,32 @@ before 0.11, or an inter-broker protocol before 0.11.0-IV2); with KIP-101's epoc
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 from agent import znodes as zn
+from base.wait import wait_until
 from harness.engine import RunContext
 from scenarios.kafka_7235 import BUG, FIXED, BounceBase
+from scenarios.kafka_14139 import CUT_RULE, KAFKA_START_S, cut_fetch_rule
+from scenarios.timeline import hx
 from workloads.base import Client
 from workloads.kafka import AdminClient
+from workloads.kafka_admin import KafkaAdminClient
+from workloads.kafka_queue import KafkaQueueClient
 from workloads.queue import QueueClient
 
 TOPIC = "t7235lw"
 RECORDS = 5
+CHECKPOINT_MS = 1000  # replica.high.watermark.checkpoint.interval.ms on the released brokers (Kafka: 5000)
+# The released brokers' configuration (Scenario.kafka_properties): below 0.11.0-IV2 a follower has no
+# OffsetsForLeaderEpoch (KIP-101) and truncates to its high watermark on becoming one
+# (AbstractFetcherThread.truncateToHighWatermark); the message format may not exceed the protocol
+# (KafkaConfig refuses it). The checkpoint is written every second instead of every 5 s, so the story
+# waits less; L keeps B in the ISR for 2 minutes without a fetch (Kafka: 30 s), longer than the story.
+KAFKA_PROPERTIES = {"inter.broker.protocol.version": "0.10.2", "log.message.format.version": "0.10.2",
+                    "replica.high.watermark.checkpoint.interval.ms": str(CHECKPOINT_MS),
+                    "replica.lag.time.max.ms": "120000"}
 
 
 def _names(topic: str, value: Any) -> list[str]:
@@ -153,6 +168,155 @@ class LostWrite(BounceBase):
                  f"{done.value.get('offsets')} of {len(acked)} acknowledged {acked}")
         ctx.nemesis("cut", "stop", [nb], links=[f"{nb}->{nl}"])
 
+    def kafka_clients(self) -> dict[str, Client]:
+        # idempotence off: the idempotent producer needs message format v2, which 0.10.2 is not
+        return {"admin": KafkaAdminClient(), "queue": KafkaQueueClient(idempotence=False, request_timeout_s=3.0,
+                                                                        deadline_s=5.0, final_deadline_s=30.0)}
+
+    def _checkpoint(self, ctx: RunContext, b: int) -> dict[str, int] | None:
+        """Broker ``b``'s ``replication-offset-checkpoint`` as Kafka wrote it (``topic partition hw`` lines
+        after a version and a count): the partition name → its checkpointed high watermark, None unread."""
+        broker = ctx.cluster.agent(b)
+        got = broker.remote.run(f"cat {shlex.quote(broker.data_dir + '/replication-offset-checkpoint')}")
+        if got.exit_code != 0:
+            return None
+        rows = [line.split() for line in got.stdout.splitlines()[2:]]
+        return {f"{r[0]}-{r[1]}": int(r[2]) for r in rows if len(r) == 3 and r[1].isdigit() and r[2].isdigit()}
+
+    def _log_lines(self, ctx: RunContext, b: int, *needles: str) -> list[str]:
+        """Broker ``b``'s log lines (this incarnation's) holding any of ``needles``."""
+        broker = ctx.cluster.agent(b)
+        pattern = " ".join(f"-e {shlex.quote(n)}" for n in needles)
+        got = broker.remote.run(f"grep -hF {pattern} {shlex.quote(broker.logfile)}")
+        return [line.strip() for line in got.stdout.splitlines()]
+
+    def play_on_kafka(self, ctx: RunContext) -> None:  # noqa: PLR0915 - one story, step by step
+        """The story on released brokers configured below inter-broker protocol 0.11.0-IV2
+        (``KAFKA_PROPERTIES``). The agents' hooks become wire faults: the partition-1 LeaderAndIsr is
+        captured on the Kafka proxy and replayed after the bounce (``replay_control``); the fast bounce
+        is missed because the ZooKeeper proxy holds the controller's /brokers/ids notifications while B
+        is SIGKILLed, expires and starts again (FastBounce's rule); B's fetches to L are dropped on the
+        Kafka proxy (``kafka_rules``, KAFKA-14139's rule). What the agents say of themselves is read
+        from ZooKeeper, the proxy's frames, B's checkpoint file and B's log."""
+        p0, p1 = f"{TOPIC}-0", f"{TOPIC}-1"
+        wire = self.wire(ctx)
+        c = self.controller(ctx)
+        if c is None:
+            return
+        ld, b = sorted(x for x in self.brokers if x != c)[:2]
+        nl, nb = ctx.node(ld), ctx.node(b)
+        made = ctx.invoke("admin", "create_topic", topic=TOPIC, replicas={0: [ld, b]})
+        e1 = self.epoch(ctx, b)
+        ctx.step(f"0. controller is broker {c}; created {p0} with replicas [L={ld}, B={b}] (leader L): {made.type}; "
+                 f"B's epoch E1 = czxid {e1}; every broker on inter.broker.protocol.version 0.10.2 (no leader epochs)")
+        if made.type != "ok" or not ctx.wait(lambda: (self._state(ctx, 0) or {}).get("isr") == [ld, b], 60,
+                                             f"ISR [{ld}, {b}] of {p0}"):
+            return
+        acked = self.send_acked(ctx, TOPIC, RECORDS)
+        cp = ctx.wait(lambda: (m := self._checkpoint(ctx, b)) and m.get(p0) == len(acked) and m, 20,
+                      f"B's checkpoint to hold {p0} at hw {len(acked)}")
+        ctx.step(f"1. sent {len(acked)} records to {p0} with acks=all: offsets {acked} acknowledged by ISR "
+                 f"[L={ld}, B={b}]; B's replication-offset-checkpoint: {cp}")
+
+        # 2. a LeaderAndIsr for partition 1 only, to B's incarnation E1: the controller's for a new partition
+        ctx.nemesis("replay_control", "start", [nb], api="LeaderAndIsr", topic=TOPIC, partition=1)
+        zk = ctx.zk()
+        data, _ = zk.get(f"{zn.BROKER_TOPICS}/{TOPIC}")
+        topic = json.loads(data)
+        topic["partitions"]["1"] = [ld, b]  # what AdminZkClient.addPartitions writes (kafka-topics --alter)
+        zk.set(f"{zn.BROKER_TOPICS}/{TOPIC}", json.dumps(topic).encode())
+        got = ctx.wait(lambda: wire.find(lambda v: v.get("action") == "capture" and v.get("api") == "LeaderAndIsr"),
+                       30, f"the controller's LeaderAndIsr for {p1} to B")
+        if not got:
+            raise RuntimeError(f"no LeaderAndIsr for {p1} was captured: the story did not happen")
+        ctx.step(f"2. added {p1} on [L={ld}, B={b}]: the controller's LeaderAndIsr v{got.get('api_version')} for {p1} "
+                 f"alone to B (frame {got['seq']}, broker_epoch {got.get('broker_epoch', 'none')}) is captured "
+                 "(forwarded, a copy kept: delayed in the network)")
+
+        # 3. the fast bounce the controller misses: FastBounce's hold of its /brokers/ids notifications
+        owner = zk.exists(zn.CONTROLLER)
+        session = owner.ephemeralOwner if owner is not None else None
+        ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[{
+            "id": "hold-broker-watch", "comment": "KAFKA-7235 lost write: the controller misses B's bounce",
+            "match": {"dir": "s2c", "kind": "notification", "path_prefix": "/brokers/ids",
+                      **({"session_id": session} if session else {})}, "action": {"type": "hold"}}])
+        # SIGKILL, not a clean stop: a controlled shutdown would take B out of the ISR for good (nobody
+        # sends the missed incarnation a LeaderAndIsr for p0), and the loss needs B in the ISR
+        ctx.nemesis("kill", "start", [nb])
+        gone = ctx.wait(lambda: zk.exists(f"/brokers/ids/{b}") is None, 2 * ctx.T + 5, f"broker {b}'s znode to go")
+        mark = max((f["seq"] for f in wire.poll()), default=0)
+        ctx.nemesis("kill", "stop", [nb])
+        e2 = ctx.wait(lambda: (e := self.epoch(ctx, b)) and e != e1 and e, KAFKA_START_S, f"broker {b} to re-register")
+        stat = zk.exists(f"/brokers/ids/{b}")
+        ctx.step(f"3. controller {c}'s /brokers/ids notifications held (session {hx(session)}); B SIGKILLed, its "
+                 f"session expired{'' if gone else ' (not seen)'}, B started again: epoch E1 = {e1} → E2 = {e2}, "
+                 f"session {hx(stat.ephemeralOwner if stat else None)}")
+        released = ctx.nemesis("zk_rules", "stop", ctx.zookeepers)
+        n = released.detail.get("released") if released is not None else None
+        ctx.step(f"   notifications released ({n}): controller {c} reads /brokers/ids once, B in it")
+        if self.wait_follower_kafka(ctx, b, mark, timeout=10, topic=TOPIC) is None:
+            ctx.step(f"   the bounce is missed: B got no LeaderAndIsr for {p0}; it holds no partition in memory")
+        ctx.wait(lambda: b in ((self._state(ctx, 0) or {}).get("isr") or []), 30, f"B in the ISR of {p0}")
+
+        # 4. the captured request is B's first since its restart: the checkpoint thread starts
+        self.replay(ctx, b, f"LeaderAndIsr for {p1} (built for E1 = {e1}) to the new incarnation E2 = {e2}")
+        ctx.sleep(2.5 * CHECKPOINT_MS / 1000)  # the thread writes at once, then every interval
+        ctx.step(f"   B's replication-offset-checkpoint now: {self._checkpoint(ctx, b)}"
+                 f" ({p0} {'kept' if p0 in (self._checkpoint(ctx, b) or {}) else 'dropped'})")
+
+        # 5. B cannot fetch again; the controller moves: the new one sends every live broker its partitions
+        ctx.nemesis("kafka_rules", "start", rules=[cut_fetch_rule(b, ld)])
+        mark = max((f["seq"] for f in wire.poll()), default=0)
+        ctx.nemesis("shutdown", "start", [ctx.node(c)])
+        nc = ctx.wait(lambda: (x := self.controller_now(ctx)) not in (None, c) and x, 30, "a new controller")
+        ctx.step(f"5. B's fetches to L dropped (Kafka proxy); controller {c} shut down; broker {nc} is the new "
+                 "controller")
+        lai = ctx.wait(lambda: wire.find(lambda v: v.get("api") == "LeaderAndIsr" and v.get("kind") == "response"
+                                         and v.get("dst_broker") == b and any(
+                                             p.get("topic") == TOPIC and p.get("partition") == 0
+                                             for p in v.get("partitions") or []), mark), 30,
+                       f"B to answer the new controller's LeaderAndIsr for {p0}")
+        # B's fetch of p0 from then on says where its log ends: a follower added anew (2.1.1: B had no p0)
+        # truncates first and fetches at once; a follower kept (same leader) has its fetch, dropped, in flight
+        fetch = self._fetch_of(ctx, b, ld, lai["seq"] if lai else mark, wait=5.0) or self._fetch_of(ctx, b, ld, 0)
+        offset = next((p.get("fetch_offset") for p in (fetch or {}).get("partitions") or []
+                       if p.get("topic") == TOPIC and p.get("partition") == 0), None)
+        said = self._log_lines(ctx, b, f"highwatermark is found for partition {p0}",
+                               f"Truncating partition {p0}", f"Truncating {p0}")
+        which = "next" if fetch and lai and fetch["seq"] > lai["seq"] else "last"
+        ctx.step(f"   B answered LeaderAndIsr for {p0} ({(lai or {}).get('error') or 'NONE'}); its {which} "
+                 f"fetch of {p0} from L asks from offset {offset}; ISR {(self._state(ctx, 0) or {}).get('isr')}"
+                 + "".join(f"\n     B's log: {line}" for line in said[-2:]))
+
+        # 6. L dies; B, the ISR's live member, is elected
+        ctx.nemesis("kill", "start", [nl])
+        ctx.step(f"6. L={ld} fails (SIGKILL)")
+        st = ctx.wait(lambda: (s := self._state(ctx, 0)) and s.get("leader") not in (ld, None) and s,
+                      3 * ctx.T + 30, f"a new leader of {p0}")
+        ctx.step(f"   partition state of {p0}: {st}" + (": B leads" if st and st.get("leader") == b else ""))
+        done = ctx.invoke("queue", "final_read", topic=TOPIC, partition=0)
+        ctx.step(f"7. final read of {p0} ({done.type}) from B: offsets {done.value.get('offsets')} of "
+                 f"{len(acked)} acknowledged {acked}")
+        ctx.nemesis("kafka_rules", "stop", rule_ids=[CUT_RULE])
+
+    def _fetch_of(self, ctx: RunContext, b: int, leader: int, after: int, wait: float = 0.0) -> dict[str, Any] | None:
+        """B's fetch request for partition 0 to ``leader``: the first past frame ``after`` (waiting up to
+        ``wait`` s), or with ``after`` 0 the last one the proxy saw."""
+        def fetch(v: dict[str, Any]) -> bool:
+            return (v.get("api") == "Fetch" and v.get("kind") == "request" and v.get("src_broker") == b
+                    and v.get("dst_broker") == leader
+                    and any(p.get("topic") == TOPIC and p.get("partition") == 0 for p in v.get("partitions") or []))
+
+        if after:
+            return wait_until(lambda: self.wire(ctx).find(fetch, after), wait, 0.1) or None
+        return next((v for v in reversed(self.frames(ctx)) if fetch(v)), None)
+
+    def controller_now(self, ctx: RunContext) -> int | None:
+        try:
+            return zn.parse_controller_id(ctx.zk().get(zn.CONTROLLER)[0])
+        except Exception:  # noqa: BLE001 - between controllers
+            return None
+
     def _state(self, ctx: RunContext, partition: int) -> dict[str, Any] | None:
         try:
             data, _ = ctx.zk().get(zn.partition_state_path(TOPIC, partition))
@@ -173,15 +337,16 @@ SCENARIO = LostWrite(
     brokers=[1, 2, 3],
     extra={"replica_lag_time_max_ms": 30000},  # Kafka's default: L keeps B in the ISR while it is away
     needs_spark=True,
-    # Every step has a wire form now (the fast bounce's held notifications, replay_control's captured
-    # LeaderAndIsr, kafka_rules' dropped fetches), but the loss needs a follower that truncates to its
-    # high watermark on becoming one, which a 2.x broker does only below inter.broker.protocol.version
-    # 0.11.0-IV2 (KIP-101); under it 2.2.0 still sees the bounce by czxid but sends no broker epoch
-    # (LeaderAndIsr v2 needs 2.2-IV0)
-    not_on_kafka=("not built for released brokers: the data loss needs a follower that truncates to its high watermark, "
-                  "which a 2.x broker does only with inter.broker.protocol.version below 0.11.0-IV2 (on the default "
-                  "formats KIP-101's leader-epoch truncation keeps these records); under that protocol 2.1.1 should "
-                  "lose them and 2.2.0, which sees the bounce by czxid but sends no broker epoch, should not. The "
-                  "steps have wire forms (the fast bounce's held notifications, replay_control, kafka_rules); the "
-                  "story with that broker configuration is not written"),
+    # Released brokers: configured below inter-broker protocol 0.11.0-IV2, where a new follower truncates
+    # to its high watermark (KAFKA_PROPERTIES); the partition-1 LeaderAndIsr captured and replayed on the
+    # Kafka proxy, the bounce missed by holding the controller's notifications on the ZooKeeper proxy,
+    # B's fetches dropped on the Kafka proxy. 2.2.0 (KIP-380) sees the bounce by czxid.
+    not_on_kafka=None,
+    kafka_proxy=True,
+    kafka_fixed_in="2.2.0",
+    kafka_properties=KAFKA_PROPERTIES,
+    # below 2.2-IV0 no control request carries a broker epoch, and a 2.2 broker applies one without it
+    # (KafkaApis.isBrokerEpochStale: UNKNOWN is never stale): control_request_epochs would rightly flag
+    # the replayed request on 2.2.0 too, which then loses nothing. The data loss is the story's verdict.
+    kafka_checkers=["queue_lost_write"],
 )

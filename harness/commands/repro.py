@@ -121,8 +121,8 @@ def unfed_checker(sc: Any, version: str) -> str | None:
     from checkers.kafka_feeds import kafka_feeds
 
     feeds = kafka_feeds(version, kafkaproxy=sc.kafka_proxy, zkproxy=True,
-                        queue=any(c.startswith("queue_") for c in sc.checkers))
-    for name in sc.checkers:
+                        queue=any(c.startswith("queue_") for c in sc.checkers_on_kafka()))
+    for name in sc.checkers_on_kafka():
         if feeds[name].fed_from is None:
             return f"its checker {name} cannot judge a real broker there: {feeds[name].unknown}"
     return None
