@@ -34,6 +34,40 @@ and docs/repro.md. The truncation to the high watermark on becoming a follower i
 partitions without leader epochs (``AbstractFetcherThread.truncateToHighWatermark``: message format
 before 0.11, or an inter-broker protocol before 0.11.0-IV2); with KIP-101's epoch-based truncation a
 2.x broker on the current formats would keep these records.
+
+On released brokers (``--kafka VERSION``, ``play_on_kafka``) every broker runs with
+``inter.broker.protocol.version`` and ``log.message.format.version`` 0.10.2 (``KAFKA_PROPERTIES``,
+through ``Scenario.kafka_properties``): the one configuration under which a 2.x follower truncates to
+its high watermark (``ReplicaFetcherThread.isOffsetForLeaderEpochSupported`` is false, so
+``AbstractFetcherThread.maybeTruncate`` calls ``truncateToHighWatermark``). Where it follows Kafka:
+all of it is the release's own code. B's checkpoint thread starts with its first LeaderAndIsr
+(``ReplicaManager.becomeLeaderOrFollower``: ``hwThreadInitialized``) and writes the partitions B holds
+(``checkpointHighWatermarks``); a partition the file lacks starts at high watermark 0
+(``Partition.getOrCreateReplica``: "No checkpointed highwatermark is found"); 2.2.0's controller
+compares czxids whatever the protocol. Where the story differs from the agents':
+
+- the stale request is not held (a held LeaderAndIsr stalls the controller's request thread): the
+  Kafka proxy captures the controller's LeaderAndIsr for t7235lw-1 alone, made by adding that
+  partition in ZooKeeper as ``AdminZkClient.addPartitions`` does, as it passes to B's first
+  incarnation (which applies it), and replays it to the new one (``replay_control``);
+- the controller's event thread is not held: the ZooKeeper proxy holds its /brokers/ids
+  notifications (the fast bounce's rule), and B is SIGKILLed, its session left to expire, and
+  started again. A clean stop would be a controlled shutdown, which the controller handles over the
+  Kafka wire: B would leave the ISR, and a controller that missed the bounce never gives it t7235lw-0
+  back, so L's death would leave the partition offline instead of losing anything;
+- B's link to L is its fetches dropped on the Kafka proxy (``kafka_rules``, KAFKA-14139's rule);
+- the checkpoint is written every second (Kafka: 5 s), and L keeps a silent follower in the ISR for
+  120 s (``replica.lag.time.max.ms``; Kafka and the agents: 30 s), longer than the story with a JVM's
+  restart in it;
+- the records go through confluent-kafka without idempotence (the idempotent producer needs message
+  format v2); what B does is read from the wire (its fetch offset after the new controller's
+  LeaderAndIsr), its checkpoint file and its log;
+- only ``queue_lost_write`` judges it: below 2.2-IV0 no control request carries a broker epoch, and a
+  2.2 broker takes one that carries none (``KafkaApis.isBrokerEpochStale``: UNKNOWN is never stale).
+  On 2.2.0 the replayed LeaderAndIsr v0 is refused for its leader epoch only (STALE_CONTROLLER_EPOCH
+  for t7235lw-1: B already holds it at that epoch from the bounce's LeaderAndIsr). KIP-380 protects
+  the data there by seeing the bounce: B gets both partitions before the replay, and its checkpoint
+  keeps t7235lw-0's high watermark.
 """
 
 from __future__ import annotations
@@ -259,7 +293,12 @@ class LostWrite(BounceBase):
         ctx.wait(lambda: b in ((self._state(ctx, 0) or {}).get("isr") or []), 30, f"B in the ISR of {p0}")
 
         # 4. the captured request is B's first since its restart: the checkpoint thread starts
-        self.replay(ctx, b, f"LeaderAndIsr for {p1} (built for E1 = {e1}) to the new incarnation E2 = {e2}")
+        replies = self.replay(ctx, b, f"LeaderAndIsr for {p1} (built for E1 = {e1}) to the new incarnation E2 = {e2}")
+        errors = sorted({x for r in replies for x in r.get("errors") or []})
+        # no broker epoch to judge (v0); a B that holds p1 already (the bounce seen) refuses its leader epoch
+        ctx.step(f"   B's answer for {p1}: " + (f"{', '.join(errors)}: B holds {p1} at that leader epoch already, "
+                                                 "the request is ignored" if errors else
+                                                 "NONE: applied, B's first LeaderAndIsr since its restart"))
         ctx.sleep(2.5 * CHECKPOINT_MS / 1000)  # the thread writes at once, then every interval
         ctx.step(f"   B's replication-offset-checkpoint now: {self._checkpoint(ctx, b)}"
                  f" ({p0} {'kept' if p0 in (self._checkpoint(ctx, b) or {}) else 'dropped'})")

@@ -114,7 +114,7 @@ def kafka_option(args: argparse.Namespace, sc: Any, ensemble: int | None = None)
 
 
 def unfed_checker(sc: Any, version: str) -> str | None:
-    """Why one of the story's checkers cannot judge its real-broker run on ``version``
+    """Why one of the story's real-broker checkers (``checkers_on_kafka``) cannot judge its run on ``version``
     (``checkers.kafka_feeds``: a checker given nothing would say valid, and a clean run would read
     as the fix), or None. A story's run has the ZooKeeper proxy, the Kafka proxy when it asks for
     it, and the queue client when a queue checker judges it."""
