@@ -88,15 +88,14 @@ class BounceBase(Scenario):
         return {"admin": AdminClient()}
 
     def controller(self, ctx: RunContext) -> int | None:
-        zk = ctx.zk()
+        return ctx.wait(lambda: self.controller_now(ctx), 15, "a controller")
 
-        def elected() -> int | None:
-            try:
-                return zn.parse_controller_id(zk.get(zn.CONTROLLER)[0])
-            except Exception:  # noqa: BLE001 - not elected yet
-                return None
-
-        return ctx.wait(elected, 15, "a controller")
+    def controller_now(self, ctx: RunContext) -> int | None:
+        """The controller /controller names now, or None (none elected yet, or between two)."""
+        try:
+            return zn.parse_controller_id(ctx.zk().get(zn.CONTROLLER)[0])
+        except Exception:  # noqa: BLE001 - not elected yet
+            return None
 
     def epoch(self, ctx: RunContext, b: int) -> int | None:
         stat = ctx.zk().exists(f"/brokers/ids/{b}")
@@ -218,6 +217,19 @@ class BounceBase(Scenario):
         ctx.step(f"3. broker {b} stopped cleanly and started again: epoch E2 = czxid {e2} (> E1 = {e1})")
         return e2
 
+    def hold_broker_watch(self, ctx: RunContext, comment: str) -> int | None:
+        """Hold the watch notifications on /brokers/ids to the controller's session on the ZooKeeper
+        proxy (``zk_rules``; its stop releases them): a real controller's event thread cannot be held
+        from outside, what it acts on can. The session held, None when /controller had no owner."""
+        owner = ctx.zk().exists(zn.CONTROLLER)
+        session = owner.ephemeralOwner if owner is not None else None
+        rule = {"id": "hold-broker-watch", "comment": comment,
+                "match": {"dir": "s2c", "kind": "notification", "path_prefix": "/brokers/ids",
+                          **({"session_id": session} if session else {})},
+                "action": {"type": "hold"}}
+        ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[rule])
+        return session
+
     def replay(self, ctx: RunContext, b: int, what: str) -> list[dict[str, Any]]:
         done = ctx.nemesis("replay_control", "stop", [ctx.node(b)])
         replies = list((done.detail.get("replayed") or []) if done else [])
@@ -260,13 +272,7 @@ class FastBounce(BounceBase):
         offline, B out of the ISR); 2.2 on (KIP-380) compares czxids, sees B bounced and sends it a
         full UpdateMetadata and a LeaderAndIsr with E2."""
         c, b, e1 = self.prepare_on_kafka(ctx)
-        owner = ctx.zk().exists(zn.CONTROLLER)
-        session = owner.ephemeralOwner if owner is not None else None
-        rule = {"id": "hold-broker-watch", "comment": "KAFKA-7235 fast bounce: the controller learns late",
-                "match": {"dir": "s2c", "kind": "notification", "path_prefix": "/brokers/ids",
-                          **({"session_id": session} if session else {})},
-                "action": {"type": "hold"}}
-        ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[rule])
+        session = self.hold_broker_watch(ctx, "KAFKA-7235 fast bounce: the controller learns late")
         ctx.step(f"2. hold the watch notifications on /brokers/ids to controller {c}'s session {hx(session)} "
                  "(ZooKeeper wire proxy)")
         e2 = self.restart(ctx, b, e1)

@@ -268,12 +268,7 @@ class LostWrite(BounceBase):
                  "(forwarded, a copy kept: delayed in the network)")
 
         # 3. the fast bounce the controller misses: FastBounce's hold of its /brokers/ids notifications
-        owner = zk.exists(zn.CONTROLLER)
-        session = owner.ephemeralOwner if owner is not None else None
-        ctx.nemesis("zk_rules", "start", ctx.zookeepers, rules=[{
-            "id": "hold-broker-watch", "comment": "KAFKA-7235 lost write: the controller misses B's bounce",
-            "match": {"dir": "s2c", "kind": "notification", "path_prefix": "/brokers/ids",
-                      **({"session_id": session} if session else {})}, "action": {"type": "hold"}}])
+        session = self.hold_broker_watch(ctx, "KAFKA-7235 lost write: the controller misses B's bounce")
         # SIGKILL, not a clean stop: a controlled shutdown would take B out of the ISR for good (nobody
         # sends the missed incarnation a LeaderAndIsr for p0), and the loss needs B in the ISR
         ctx.nemesis("kill", "start", [nb])
@@ -334,7 +329,7 @@ class LostWrite(BounceBase):
                       3 * ctx.T + 30, f"a new leader of {p0}")
         ctx.step(f"   partition state of {p0}: {st}" + (": B leads" if st and st.get("leader") == b else ""))
         done = ctx.invoke("queue", "final_read", topic=TOPIC, partition=0)
-        ctx.step(f"7. final read of {p0} ({done.type}) from B: offsets {done.value.get('offsets')} of "
+        ctx.step(f"7. final read of {p0} ({done.type}) from its leader: offsets {done.value.get('offsets')} of "
                  f"{len(acked)} acknowledged {acked}")
         ctx.nemesis("kafka_rules", "stop", rule_ids=[CUT_RULE])
 
@@ -349,12 +344,6 @@ class LostWrite(BounceBase):
         if after:
             return wait_until(lambda: self.wire(ctx).find(fetch, after), wait, 0.1) or None
         return next((v for v in reversed(self.frames(ctx)) if fetch(v)), None)
-
-    def controller_now(self, ctx: RunContext) -> int | None:
-        try:
-            return zn.parse_controller_id(ctx.zk().get(zn.CONTROLLER)[0])
-        except Exception:  # noqa: BLE001 - between controllers
-            return None
 
     def _state(self, ctx: RunContext, partition: int) -> dict[str, Any] | None:
         try:
