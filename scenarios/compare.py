@@ -83,5 +83,17 @@ def compare_rows(a: Side, b: Side) -> list[tuple[str, str, str]]:
 
 
 def same_verdict(a: Side, b: Side) -> bool:
-    """Both variants reached the same verdict from every checker either ran."""
-    return all(a.verdicts.get(n) == b.verdicts.get(n) for n in {*a.verdicts, *b.verdicts})
+    """Both variants reached the same verdict from every checker both judge by, and share one: a
+    story may judge its real-broker run by fewer checkers (``Scenario.kafka_checkers``, said apart
+    by ``judged_by_one``); a side whose run judged nothing (an error) never agrees."""
+    shared = set(a.verdicts) & set(b.verdicts)
+    return bool(shared) and all(a.verdicts[n] == b.verdicts[n] for n in shared)
+
+
+def judged_by_one(a: Side, b: Side) -> dict[str, list[str]]:
+    """Side label → the checkers only that side's test names (the other never ran them), when both
+    sides name some: what ``same_verdict`` leaves out."""
+    if not a.verdicts or not b.verdicts:
+        return {}
+    out = {s.label: [n for n in s.verdicts if n not in o.verdicts] for s, o in ((a, b), (b, a))}
+    return {k: v for k, v in out.items() if v}

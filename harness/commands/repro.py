@@ -219,7 +219,7 @@ def _compare(console: Console, args: argparse.Namespace, sc: Any, inv: Any, kafk
 
     from harness.engine import Engine
     from history import read_records
-    from scenarios.compare import Side, compare_rows, same_verdict
+    from scenarios.compare import Side, compare_rows, judged_by_one, same_verdict
     from scenarios.timeline import render
 
     seed = random.SystemRandom().randrange(2**31)
@@ -248,7 +248,8 @@ def _compare(console: Console, args: argparse.Namespace, sc: Any, inv: Any, kafk
         table.add_row(*row)
     console.print(table)
     agree = "the same verdict" if same_verdict(*sides) else "[bold red]different verdicts[/]"
-    console.print(f"[bold]{sc.id} --compare kafka:{kafka.version}[/]: {agree}")
+    apart = "".join(f"; judged by {label} only: {', '.join(names)}" for label, names in judged_by_one(*sides).items())
+    console.print(f"[bold]{sc.id} --compare kafka:{kafka.version}[/]: {agree}{apart}")
     return 0 if all(s.matched for s in sides) else 1
 
 

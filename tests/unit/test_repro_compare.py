@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.compare import Side, compare_rows, same_verdict, story_facts
+from scenarios.compare import Side, compare_rows, judged_by_one, same_verdict, story_facts
 
 ORPHAN, S1, S3 = 0x1000, 0x2000, 0x3000
 
@@ -89,3 +89,16 @@ def test_kafka_runs_the_client_the_jira_reported_unless_a_flag_says_otherwise(gi
         setattr(args, k, v)
     assert as_reported(args, scenarios()["KAFKA-14845"]) is (not given)
     assert (args.zk_socket, args.zk_hosts) == used
+
+
+def test_a_checker_one_side_never_ran_is_said_apart_not_counted_as_a_disagreement():
+    # KAFKA-7235-lost-write judges its real-broker run by queue_lost_write alone (kafka_checkers)
+    agents = Side("agents", {"control_request_epochs": False, "queue_lost_write": False}, True, True, events=[])
+    kafka = Side("kafka 2.1.1 (nio)", {"queue_lost_write": False}, True, True, events=[])
+    assert same_verdict(agents, kafka)
+    assert judged_by_one(agents, kafka) == {"agents": ["control_request_epochs"]}
+    assert dict((r[0], r[1:]) for r in compare_rows(agents, kafka))["checker control_request_epochs"] == (
+        "INVALID", "unknown")
+    assert not same_verdict(agents, Side("kafka 2.1.1 (nio)", {"queue_lost_write": True}, False, False, events=[]))
+    crashed = Side("kafka 2.1.1", {}, False, False, error="TimeoutError", events=[])
+    assert not same_verdict(agents, crashed) and judged_by_one(agents, crashed) == {}
