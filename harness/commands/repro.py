@@ -140,6 +140,8 @@ def _list(console: Console) -> int:
         kafka = "runs with --kafka VERSION" if sc.not_on_kafka is None else f"not with --kafka: {sc.not_on_kafka}"
         if sc.not_on_kafka is None and sc.kafka_since is not None:
             kafka += f" ({sc.kafka_since[0]} and later: {sc.kafka_since[1]})"
+        if sc.not_on_kafka is None and sc.kafka_properties:  # the broker configuration the story needs
+            kafka += f"; its brokers with {', '.join(f'{k}={v}' for k, v in sc.kafka_properties.items())}"
         console.print(f"{'':<30} [dim]real brokers: {kafka}[/]", highlight=False)
     return 0
 
