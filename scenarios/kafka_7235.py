@@ -375,10 +375,10 @@ class StaleControlledShutdown(BounceBase):
 BUG = {"broker_epoch_check": "off"}
 FIXED = {"broker_epoch_check": "on"}
 THREE = [1, 2, 3]
-# the lost-write story (kafka_7235_lost_write shares this) builds and holds a control request inside
-# the agent (delay_request): a real broker has no such hook; (a) holds the controller's watch on the
-# ZooKeeper wire, (b) and (c) capture and replay on the Kafka proxy's (ON_KAFKA)
-# (b) and (c) on released brokers: the Kafka proxy captures the request and replays it (replay_control)
+# the agents' stories (and the lost write, kafka_7235_lost_write, which shares BUG and FIXED) hold a
+# control request inside the agent (delay_request); a real broker has no such hook: (a) holds the
+# controller's watch on the ZooKeeper wire, (b) and (c) capture and replay on the Kafka proxy's
+# (replay_control, ON_KAFKA), and the lost write does both
 ON_KAFKA: dict[str, Any] = {"not_on_kafka": None, "kafka_proxy": True, "kafka_fixed_in": "2.2.0"}
 
 SCENARIOS = [
