@@ -392,7 +392,7 @@ def test_real_kafka_brokers_take_the_agents_place_in_the_same_run(tmp_path: Path
                              "retire_agents", "teardown"]
     assert next(e for e in history(out) if e.f == "run_end").value["live_brokers"] == [1, 2]
     run = json.loads((out.run_dir / "run.json").read_text())
-    assert run["kafka"] == {"version": "3.9.1", "zk_socket": "netty", "zk_hosts": 2}
+    assert run["kafka"] == {"version": "3.9.1", "zk_socket": "netty", "zk_hosts": 2, "properties": []}
 
 
 def test_a_kafka_run_with_its_proxy_starts_it_with_the_brokers(tmp_path: Path) -> None:
