@@ -9,13 +9,16 @@ Kafka proxy (docs/kafkaproxy.md), whose ``kafka_frame`` events say the same thin
   broker whose listener it reached), with its controller and broker epochs, at the time the proxy
   read it (a held request's too: it was sent then);
 - the broker's answer (s2c, paired with its request by ``req_seq``) → ``control_recv`` by that
-  broker: ``outcome`` ``applied`` when the top-level error is none, else ``rejected`` with the
-  ``error_code`` (STALE_BROKER_EPOCH is 77, STALE_CONTROLLER_EPOCH 11), the request's epochs, and
+  broker: ``outcome`` ``rejected`` with the ``error_code`` when the top-level error is not none
+  (STALE_BROKER_EPOCH is 77, STALE_CONTROLLER_EPOCH 11) or every partition of a LeaderAndIsr or
+  StopReplica was refused (the first one's code: ``control_outcome``), else ``applied``, with the
+  refused partitions, if any, in ``partition_errors``; the request's epochs, and
   ``own_epoch``: the broker's registration epoch current then, from its log's last ``register ok``
   before the answer (``base.kafkalog``; before 2.2, whose log names no epoch, the ZooKeeper proxy's
   create of its znode fills it in: ``map_run_frames``, else none). A request with no
   answer (dropped, held past its connection, the broker killed) says nothing of what the broker did,
-  and maps to no ``control_recv``;
+  and maps to no ``control_recv``; nor does an answer that cannot tell (a cut list of refused
+  partitions, ``control_outcome``);
 - a broker's ControlledShutdown → ``controlled_shutdown`` invoke, and its answer ok/fail;
 - the controller's answer to a ControlledShutdown also → ``controlled_shutdown_handled`` by the
   controller (``broker_id`` the requester, ``process`` the controller, at the answer's time), from
@@ -178,13 +181,15 @@ def wire_events(frames: Iterable[Event], broker_events: Iterable[Event] = (), ru
         rv = req.value
         code = error_code(v.get("error"))
         if api in CONTROL_APIS:
+            decided = control_outcome(v)
+            if decided is None:  # the answer does not say whether the broker acted on any partition
+                continue
+            outcome, code, refused = decided
             broker = rv.get("dst_broker")
             add(e.seq, "control_recv", e.t_wall, broker, request_id=rid, kind=api, **{"from": rv.get("controller_id")},
                 controller_epoch=rv.get("controller_epoch"), **inferred.get(req.seq, {"broker_epoch": None}),
                 max_broker_epoch=None, own_epoch=epoch_at(epochs, broker, e.t_wall), max_controller_epoch_seen=None,
-                outcome="applied" if code == 0 else "rejected", error_code=code, full=None,
-                partitions=_partitions(rv),
-                partition_errors=[p for p in _partitions(v) if p.get("error")] or None)
+                outcome=outcome, error_code=code, full=None, partitions=_partitions(rv), partition_errors=refused)
         elif api == "ControlledShutdown":
             add(e.seq, "controlled_shutdown", e.t_wall, rv.get("src_broker"), "ok" if code == 0 else "fail",
                 broker=rv.get("src_broker"), request_id=rid, **inferred.get(req.seq, {"broker_epoch": None}),
@@ -200,6 +205,39 @@ def wire_events(frames: Iterable[Event], broker_events: Iterable[Event] = (), ru
         ev.seq = i
         out.append(ev)
     return out
+
+
+def control_outcome(answer: dict[str, Any]) -> tuple[str, int, list[dict[str, Any]] | None] | None:
+    """(outcome, error_code, partition_errors) of a control request's answer frame (module docstring),
+    None when it cannot be told.
+
+    A top-level error refuses the whole request. Without one, LeaderAndIsr and StopReplica answer an
+    error per partition (v0-4 a flat list, LeaderAndIsr v5+ grouped by topic id; the proxy lists
+    them either way): Kafka checks a request's controller (and, from 2.2, broker) epoch at the top,
+    then each partition's leader epoch, so a request whose every partition was refused changed no
+    partition's state, which is what "applied" claims: it is ``rejected``, with the first refused
+    partition's code. Some refused and some not: ``applied``, the refused ones in
+    ``partition_errors``. The proxy lists at most 50 partitions; ``partition_error_count`` counts
+    the refused ones among all, and a frame written before it had it, whose listed partitions were
+    all refused and whose list was cut, does not say whether an unlisted one was accepted."""
+    top = error_code(answer.get("error"))
+    listed = _partitions(answer)
+    refused = [p for p in listed if p.get("error")]
+    if top:
+        return "rejected", top, refused or None
+    if not refused:
+        return "applied", 0, None
+    if len(refused) < len(listed):
+        return "applied", 0, refused
+    total = answer.get("partition_count", len(listed))
+    counted = answer.get("partition_error_count")
+    if isinstance(counted, int) and isinstance(total, int):
+        every = counted >= total
+    elif total == len(listed):
+        every = True
+    else:
+        return None
+    return ("rejected", error_code(refused[0]["error"]), refused) if every else ("applied", 0, refused)
 
 
 def _sent_at(e: Event, by_seq: dict[int, Event]) -> float:

@@ -126,18 +126,45 @@ def fed(feeds: dict[str, Feed]) -> tuple[str, ...]:
     return tuple(n for n, f in feeds.items() if f.fed_from)
 
 
+def judged_by(run: dict[str, Any]) -> tuple[str, ...] | None:
+    """The checkers a stored run's own verdict was judged by: its ``run.json``'s ``checkers``, which the
+    engine writes from the test it then checks with (``TestSpec.checkers``: a story's real-broker
+    checkers, ``Scenario.checkers_on_kafka``, or a ``harness run``'s fed ones); None when it names
+    none (null: every checker judged it; or a run.json written without them)."""
+    names = run.get("checkers")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        return None
+    return tuple(names)
+
+
 def as_the_run_judged(result: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """``result`` of every checker over a stored run's history (``harness check RUN_DIR``), judged as
-    the run was: on a run of real brokers (its ``run.json`` names ``kafka``) only the checkers it fed
-    count; the others are left out of the verdict and listed in ``feeds``, unknown with why (a
-    checker given nothing would say valid). Any other run's result is returned as it is."""
+    the run was: on a run of real brokers (its ``run.json`` names ``kafka``) only the checkers the run
+    judged by count (``judged_by``; a run.json without them: the ones its sources fed, derived from the
+    release, the proxies and the workload). The others are left out of the verdict, and ``feeds`` says
+    what the run's sources feed, unknown with why (a checker given nothing would say valid). Any other
+    run's result is returned as it is: every checker judges an agents' history, so a new checker can
+    re-judge old runs.
+
+    The run's own list, not a derivation, because a story picks its real-broker checkers itself
+    (``Scenario.kafka_checkers``) and feeds them from its own Kafka client while its run.json says
+    workload ``none``: derived, a story's ``queue_lost_write`` went unjudged and a checker it leaves
+    out judged."""
     kafka = run.get("kafka")
     if not isinstance(kafka, dict) or not isinstance(kafka.get("version"), str):
         return result
+    names = judged_by(run)
     feeds = kafka_feeds(kafka["version"], kafkaproxy=bool(run.get("kafkaproxy")),
                         zkproxy=run.get("zkproxy") not in (None, "off", False) or bool(run.get("pipeline_zkproxy")),
-                        queue=run.get("workload") == "queue")
-    kept = {n: c for n, c in result.get("checkers", {}).items() if n not in feeds or feeds[n].fed_from}
+                        # a story's queue checker reads its own Kafka client's events (repro.unfed_checker)
+                        queue=run.get("workload") == "queue" or any(n.startswith("queue_") for n in names or ()))
+    checkers = result.get("checkers", {})
+    if names is None:
+        kept = {n: c for n, c in checkers.items() if n not in feeds or feeds[n].fed_from}
+    else:  # one this check does not have (renamed since) cannot be judged again: unknown, never left out
+        order = [n for n in checkers if n in names] + [n for n in names if n not in checkers]  # report order
+        kept = {n: checkers.get(n, {"valid": "unknown", "reason": "the run judged by it; this check has no such "
+                                                                    "checker"}) for n in order}
     valid = worst(*(c["valid"] for c in kept.values()))
     if result.get("stats", {}).get("damaged_lines"):  # skipped lines: never more than unknown
         valid = worst(valid, "unknown")

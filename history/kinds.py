@@ -93,7 +93,8 @@ FIELD_TYPES: Mapping[str, str] = MappingProxyType({
     "sessions": "int",
     # Kafka wire proxy
     "api": "str", "api_key": "int", "api_version": "int", "correlation_id": "int", "client_id": "str",
-    "src_broker": "int", "dst_broker": "int", "replica_id": "int", "partition_count": "int", "errors": "strs",
+    "src_broker": "int", "dst_broker": "int", "replica_id": "int", "partition_count": "int",
+    "partition_error_count": "int", "errors": "strs",
     "decoded": "bool", "copies": "int", "hold_ms": "float", "how": "str",
     # register workload (ZooKeeper znodes as registers)
     "key": "str", "version": "int", "server": "str",
@@ -271,7 +272,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType({k.name: k for k in (
           "conn upstream dir kind bytes api api_key api_version correlation_id client_id decoded parse_error "
           "src_broker dst_broker controller_id controller_epoch broker_epoch replica_id replica_epoch partitions "
           "partition_count errors error action rule_id delay_ms held_ms hold_ms copies p_draw req_seq latency_ms "
-          "replay_of"),
+          "replay_of partition_error_count"),
 )})
 
 

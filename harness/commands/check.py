@@ -89,6 +89,21 @@ def _run_margin(store: Path | None) -> int | None:
     return margin if isinstance(margin, int) and not isinstance(margin, bool) and margin >= 0 else None
 
 
+def stored_run_judged(result: dict[str, Any], store: Path | None) -> dict[str, Any]:
+    """Every checker's ``result`` over a store dir's history judged as its run judged it (its
+    ``run.json``; ``checkers.kafka_feeds.as_the_run_judged``: a real-broker run by the checkers it
+    judged by), so the row and the run's own results.json agree; a history without a run.json as it is."""
+    if store is None or not (store / "run.json").is_file():
+        return result
+    from checkers.kafka_feeds import as_the_run_judged
+
+    try:
+        run = json.loads((store / "run.json").read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{store / 'run.json'}: not readable as JSON ({e})") from None
+    return as_the_run_judged(result, run if isinstance(run, dict) else {})
+
+
 def _check_project(jsonl: list[str], check: Callable[[list[str]], dict[str, Result]], total: int,
                    skipped: list[dict[str, Any]]) -> dict[str, Result]:
     """The project checkers over ``jsonl`` (``check``: in this process or on the check server); when a
@@ -213,15 +228,7 @@ def run(args: argparse.Namespace) -> int:
     for (hist, store), fmt in zip(resolved, fmts, strict=True):
         if str(hist) not in results:  # skipped above: its row is already there
             continue
-        r = results[str(hist)]
-        if store is not None and (store / "run.json").is_file():  # a run of real brokers: what it fed
-            from checkers.kafka_feeds import as_the_run_judged
-
-            try:
-                run = json.loads((store / "run.json").read_text())
-            except (OSError, ValueError) as e:
-                raise UsageError(f"{store / 'run.json'}: not readable as JSON ({e})") from None
-            r = as_the_run_judged(r, run if isinstance(run, dict) else {})
+        r = stored_run_judged(results[str(hist)], store)
         row = {"path": str(store or hist), "format": fmt, **r}
         rows.append(row)
         if args.write and store is not None:

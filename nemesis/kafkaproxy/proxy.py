@@ -221,6 +221,9 @@ class KafkaProxy(WireProxy):
         if s.partitions:
             ev["partitions"] = [p.as_dict() for p in s.partitions[:MAX_PARTITIONS_IN_EVENT]]
             ev["partition_count"] = len(s.partitions)
+            # over all of them, not the listed ones: whether an answer refused every partition
+            # (base.kafkawire.control_outcome) must not depend on the cut
+            ev["partition_error_count"] = sum(1 for p in s.partitions if p.error is not None)
         if s.errors:
             ev["errors"] = s.errors
         if s.error is not None:

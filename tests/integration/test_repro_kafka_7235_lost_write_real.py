@@ -50,6 +50,12 @@ def test_the_missed_bounce_loses_acknowledged_records_before_kip_380_only(tmp_pa
     results = json.loads((run_dir / "results.json").read_text())
     # the one checker judging it there: no request carries a broker epoch below 2.2-IV0 (kafka_checkers)
     assert list(results["checkers"]) == ["queue_lost_write"]
+    # `harness check` of the stored run judges it by the checkers the run judged by (run.json's)
+    c = subprocess.run([sys.executable, "-m", "harness.cli", "check", "--json", "--no-server", str(run_dir)],
+                       capture_output=True, text=True, timeout=300, cwd=REPO)
+    (row,) = [json.loads(x) for x in c.stdout.splitlines() if x.startswith("{")]
+    assert (row["valid"], row["checkers"], row["anomalies"]) == (
+        results["valid"], results["checkers"], results["anomalies"]), c.stderr[-2000:]
 
     events = _events(run_dir / "history.jsonl")
     steps = [e["value"]["what"] for e in events if e["f"] == "repro_step"]
@@ -73,5 +79,13 @@ def test_the_missed_bounce_loses_acknowledged_records_before_kip_380_only(tmp_pa
     else:  # KIP-380: B got its partitions with the bounce; the checkpoint kept t7235lw-0
         assert "clean" in p.stdout and "as expected" in p.stdout
         assert any("(t7235lw-0 kept)" in s for s in steps), steps
+        # the replay is refused partition by partition under a top-level NONE: not applied
+        # (base.kafkawire.control_outcome), whatever the inferred epochs say
+        answered = {v["req_seq"] for v in replays if v["kind"] == "response" and v["api"] == "LeaderAndIsr"
+                    and v.get("partition_error_count") == v.get("partition_count")}
+        asked = {f"{e['value']['conn']}:{e['value']['correlation_id']}" for e in events
+                 if e["f"] == "kafka_frame" and e["seq"] in answered and e["src"] == "kafkaproxy"}
+        recv = [e["value"] for e in events if e["f"] == "control_recv" and e["value"]["request_id"] in asked]
+        assert recv and all(v["outcome"] == "rejected" and v["error_code"] == 11 for v in recv), recv
         assert results["checkers"]["queue_lost_write"]["valid"] is True
         assert final["value"]["offsets"] == [0, 1, 2, 3, 4]
