@@ -45,17 +45,19 @@ class Unreadable(Exception):
 
 def kv_ops(cols: dict[str, list[Any]], rows: range) -> list[Op]:
     """The kv ops of ``rows`` as ``parsers.parse_porcupine_kv`` builds them (index: rank in the part)."""
+    a, b = rows.start, rows.stop
     out: list[Op] = []
-    line_c, proc_c, f_c, key_c, val_c = cols["line"], cols["proc"], cols["f"], cols["key"], cols["val"]
-    rl_c, rt_c, rf_c, rv_c = cols["ret_line"], cols["ret_typ"], cols["ret_f"], cols["ret_val"]
-    for i in rows:
-        f, line = f_c[i], line_c[i]
-        op = Op(len(out), proc_c[i], f, (f, key_c[i], val_c[i] if f != "get" else None), UNKNOWN, line, OPEN, line)
-        if rt_c[i] == "ok":  # :fail and :info leave it open
-            rl = rl_c[i]
-            op.ret, op.ret_line = float(rl), rl
-            op.output = rv_c[i] if rf_c[i] == "get" else None
-        out.append(op)
+    add = out.append
+    # one zip over column slices and one constructor call per op: this loop is most of a task's
+    # Python work besides the search
+    for x, (f, line, proc, key, val, rl, rt, rf, rv) in enumerate(zip(
+            cols["f"][a:b], cols["line"][a:b], cols["proc"][a:b], cols["key"][a:b], cols["val"][a:b],
+            cols["ret_line"][a:b], cols["ret_typ"][a:b], cols["ret_f"][a:b], cols["ret_val"][a:b], strict=True)):
+        inp = (f, key, None) if f == "get" else (f, key, val)
+        if rt == "ok":
+            add(Op(x, proc, f, inp, rv if rf == "get" else None, line, float(rl), line, rl))
+        else:  # never completed, or :fail / :info: open
+            add(Op(x, proc, f, inp, UNKNOWN, line, OPEN, line))
     return out
 
 
