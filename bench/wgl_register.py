@@ -17,7 +17,7 @@ Timed on each history: Porcupine (``bench/porcupine``, kv model partitioned by k
 check time and its process wall time with parsing; ours — the whole check from the file
 (``checkers.ref_search.check_files``: one Spark job that parses and pairs the file in the JVM on an
 executor, shuffles the ops by key and runs the search in a task per group of keys, fed Arrow
-columns; ``local[*]``), on a warm session. Printed side by side with the ratio ours ÷ Porcupine and
+columns; ``local[*]``), on a warm session (one check of a 20,000-op history first, untimed). Printed side by side with the ratio ours ÷ Porcupine and
 both verdicts, then where our time went: the session JVM's CPU (parse, pairing, shuffle, Arrow
 out) and the Python tasks' CPU (Arrow in, building ops, search), and the load average.
 ``--old-path`` times the former path instead: the file parsed on the driver (a regex per line),
@@ -174,6 +174,14 @@ def main() -> int:
     print(f"Porcupine: {len(go)} files in {go_wall:.1f} s of process wall time (parsing included)", flush=True)
 
     spark = warm_spark()
+    # "warm" as a checking session is: the same job once on a small history first (the JIT compiles
+    # the parser, the shuffle and the Arrow path; Python workers start), untimed
+    warm = root / "porcupine" / "warm-up.txt"
+    warm.write_text("\n".join(generate(20_000, 100, a.processes, a.seed, False)) + "\n")
+    if a.old_path:
+        linearizability.check_spark(spark, [("w", parse_fast(warm), models.make_model("kv"))])
+    else:
+        ref_search.check_files(spark, [ref_ops.RefFile("w", str(warm), ref_ops.KV, "kv")])
     for name, expected in files:
         load0 = os.getloadavg()[0]
         cpu0, t0 = jvm_cpu(spark), time.monotonic()
