@@ -46,19 +46,17 @@ class Unreadable(Exception):
 def kv_ops(cols: dict[str, list[Any]], rows: range) -> list[Op]:
     """The kv ops of ``rows`` as ``parsers.parse_porcupine_kv`` builds them (index: rank in the part)."""
     a, b = rows.start, rows.stop
-    out: list[Op] = []
-    add = out.append
-    # one zip over column slices and one constructor call per op: this loop is most of a task's
-    # Python work besides the search
-    for x, (f, line, proc, key, val, rl, rt, rf, rv) in enumerate(zip(
-            cols["f"][a:b], cols["line"][a:b], cols["proc"][a:b], cols["key"][a:b], cols["val"][a:b],
-            cols["ret_line"][a:b], cols["ret_typ"][a:b], cols["ret_f"][a:b], cols["ret_val"][a:b], strict=True)):
-        inp = (f, key, None) if f == "get" else (f, key, val)
-        if rt == "ok":
-            add(Op(x, proc, f, inp, rv if rf == "get" else None, line, float(rl), line, rl))
-        else:  # never completed, or :fail / :info: open
-            add(Op(x, proc, f, inp, UNKNOWN, line, OPEN, line))
-    return out
+    fs, keys, vals, lines = cols["f"][a:b], cols["key"][a:b], cols["val"][a:b], cols["line"][a:b]
+    done = [t == "ok" for t in cols["ret_typ"][a:b]]  # :fail, :info and never completed: open
+    rls = cols["ret_line"][a:b]
+    # column at a time (zip and comprehensions run in C), then one constructor call per op: building
+    # the ops is most of a task's Python work besides the search
+    inputs = [(f, k, None if f == "get" else v) for f, k, v in zip(fs, keys, vals, strict=True)]
+    outputs = [(rv if rf == "get" else None) if d else UNKNOWN
+               for d, rf, rv in zip(done, cols["ret_f"][a:b], cols["ret_val"][a:b], strict=True)]
+    rets = [float(r) if d else OPEN for d, r in zip(done, rls, strict=True)]
+    ret_lines = [r if d else 0 for d, r in zip(done, rls, strict=True)]
+    return list(map(Op, range(b - a), cols["proc"][a:b], fs, inputs, outputs, lines, rets, lines, ret_lines))
 
 
 def etcd_ops(name: str, cols: dict[str, list[Any]], rows: range) -> list[Op]:
