@@ -7,6 +7,12 @@ others run for minutes). Tasks therefore connect back to the driver (they can al
 send ``R <json>`` per finished part and poll ``Q <history>`` -> ``1``/``0`` between search slices.
 The driver waits on :attr:`Board.decided` and then cancels the whole job group.
 
+When the parts are only known in the tasks (``checkers.ref_search``: the histories are parsed in
+the job), the board is made with the number of tasks; each task announces ``A <json>`` the parts
+it holds per history, and ``F <history>`` a history it found it cannot read (the driver parses it
+again itself). A history is then decided when it is dead, given up, or when every task has
+announced and all its parts reported.
+
 Protocol: one line per message, UTF-8 JSON payloads.
 """
 
@@ -20,8 +26,12 @@ from typing import Any
 
 
 class Board:
-    def __init__(self, expected: dict[str, int], host: str = "127.0.0.1") -> None:
-        self.expected = dict(expected)  # history -> number of parts
+    def __init__(self, expected: dict[str, int], host: str = "127.0.0.1", tasks: int = 0) -> None:
+        self.expected = dict(expected)  # history -> number of parts (with ``tasks``: announced so far)
+        self.tasks = tasks  # tasks still to announce their parts (0: ``expected`` is whole)
+        self.ops: dict[str, int] = dict.fromkeys(expected, 0)  # history -> ops announced
+        self.given_up: set[str] = set()
+        self.spent: list[dict[str, Any]] = []  # what each task says it spent (``S <json>``)
         self.results: list[dict[str, Any]] = []
         self.done_parts: dict[str, int] = dict.fromkeys(expected, 0)
         self.dead: set[str] = set()
@@ -35,11 +45,19 @@ class Board:
                     line = raw.decode("utf-8").rstrip("\n")
                     if line.startswith("Q "):
                         with board.lock:
-                            ans = b"1\n" if line[2:] in board.dead else b"0\n"
+                            h = line[2:]
+                            ans = b"1\n" if h in board.dead or h in board.given_up else b"0\n"
                         self.wfile.write(ans)
                         self.wfile.flush()
                     elif line.startswith("R "):
                         board.add(json.loads(line[2:]))
+                    elif line.startswith("A "):
+                        board.announce(json.loads(line[2:]))
+                    elif line.startswith("F "):
+                        board.give_up(line[2:])
+                    elif line.startswith("S "):
+                        with board.lock:
+                            board.spent.append(json.loads(line[2:]))
 
         class Server(socketserver.ThreadingTCPServer):
             daemon_threads = True
@@ -73,8 +91,29 @@ class Board:
                 self.dead.add(h)
             self._check_decided()
 
+    def announce(self, held: dict[str, list[int]]) -> None:
+        """A task's parts and ops per history (``{history: [parts, ops]}``)."""
+        with self.lock:
+            for h, (parts, ops) in held.items():
+                self.expected[h] = self.expected.get(h, 0) + parts
+                self.ops[h] = self.ops.get(h, 0) + ops
+                self.done_parts.setdefault(h, 0)
+            self.tasks -= 1
+            self._check_decided()
+
+    def give_up(self, history: str) -> None:
+        with self.lock:
+            self.given_up.add(history)
+            self.expected.setdefault(history, 0)
+            self._check_decided()
+
     def _check_decided(self) -> None:
-        if all(h in self.dead or self.done_parts.get(h, 0) >= n for h, n in self.expected.items()):
+        stopped = self.dead | self.given_up
+        if self.tasks > 0:  # parts still unannounced: only stopped histories are decided
+            if self.expected and all(h in stopped for h in self.expected):
+                self.decided.set()
+            return
+        if all(h in stopped or self.done_parts.get(h, 0) >= n for h, n in self.expected.items()):
             self.decided.set()
 
     def snapshot(self) -> list[dict[str, Any]]:
@@ -107,6 +146,23 @@ class BoardClient:
             return
         try:
             self.sock.sendall(("R " + json.dumps(result, default=str) + "\n").encode())
+        except OSError:
+            self.sock = None
+
+    def announce(self, held: dict[str, list[int]]) -> None:
+        self._send("A " + json.dumps(held))
+
+    def give_up(self, history: str) -> None:
+        self._send(f"F {history}")
+
+    def spent(self, seconds: dict[str, Any]) -> None:
+        self._send("S " + json.dumps(seconds))
+
+    def _send(self, line: str) -> None:
+        if self.sock is None:
+            return
+        try:
+            self.sock.sendall((line + "\n").encode())
         except OSError:
             self.sock = None
 

@@ -181,19 +181,29 @@ def run(args: argparse.Namespace) -> int:
         warm = start_spark_in_background(args.spark_master, quick=quick)
 
     t0 = time.monotonic()
+    spark = warm.result() if warm is not None else None
+    results: dict[str, Result] = {}
+    # Porcupine's formats are parsed and paired where they are, in the job that checks them
+    # (checkers.ref_search); what that path declines, and Knossos' EDN, are parsed here.
+    todo = [(h, f) for (h, _), f in zip(resolved, fmts, strict=True) if f != "jsonl"]
+    if spark is not None and not args.local:
+        from checkers import ref_ops, ref_search, udfs
+
+        there = [ref_ops.RefFile(str(h), str(Path(h).resolve()), f, args.model or parsers.DEFAULT_MODEL.get(f) or "")
+                 for h, f in todo if ref_ops.supported(f, args.model or parsers.DEFAULT_MODEL.get(f) or "")]
+        if there and udfs.jar_loaded(spark):
+            got, declined = ref_search.check_files(spark, there, budget_seconds=args.budget_seconds)
+            results.update(got)
+            todo = [(h, f) for h, f in todo if str(h) not in got or str(h) in declined]
     refs: list[tuple[str, list[Any], models.Model]] = []
-    for (hist, _), fmt in zip(resolved, fmts, strict=True):
-        if fmt == "jsonl":
-            continue
+    for hist, fmt in todo:
         try:
             fmt, ops = parsers.load(hist, fmt)
         except (ParseError, OSError) as e:
             skipped.append(_skip(str(hist), str(e), len(args.paths)))
             continue
         refs.append((str(hist), ops, models.make_model(args.model or parsers.default_model(fmt, ops))))
-    spark = warm.result() if warm is not None else None
 
-    results: dict[str, Result] = {}
     if refs:
         from checkers.linearizability import check_histories
 
