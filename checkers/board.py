@@ -22,6 +22,8 @@ import json
 import socket
 import socketserver
 import threading
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 
@@ -169,3 +171,35 @@ class BoardClient:
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
+
+
+def run_until_decided(sc: Any, board: Board, label: str, description: str, collect: Callable[[], Any],
+                      grace_seconds: float = 0.0) -> dict[str, Any]:
+    """Run ``collect`` (one Spark job) in a job group of its own on a thread, and cancel the group
+    once ``board`` has decided every history, after ``grace_seconds`` for the tasks to end on their
+    own (their rows then arrive). Returns ``rows`` (what ``collect`` returned), ``error`` (what it
+    raised: a cancelled job raises) and ``cancelled``, as far as each happened."""
+    from pyspark import InheritableThread
+
+    group_id = f"{label}-{uuid.uuid4().hex[:8]}"
+    outcome: dict[str, Any] = {}
+
+    def job() -> None:
+        sc.setJobGroup(group_id, description, interruptOnCancel=True)
+        try:
+            outcome["rows"] = collect()
+        except Exception as e:  # noqa: BLE001 - a cancelled job raises; the board has the verdicts
+            outcome["error"] = e
+
+    th = InheritableThread(target=job, name=f"{label}-job")
+    th.start()
+    while th.is_alive():
+        if board.decided.wait(0.05):
+            if grace_seconds:
+                th.join(grace_seconds)
+            if th.is_alive():
+                sc.cancelJobGroup(group_id)
+                outcome["cancelled"] = True
+            break
+    th.join()
+    return outcome

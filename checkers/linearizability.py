@@ -13,11 +13,10 @@ cancels the job group (``SparkContext.cancelJobGroup``) so nothing keeps running
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from checkers.board import Board, BoardClient
+from checkers.board import Board, BoardClient, run_until_decided
 from checkers.models import Model
 from checkers.ops import Op
 from checkers.result import Result, anomaly, result
@@ -139,32 +138,14 @@ def check_spark(
     sc = spark.sparkContext
     n_groups = max(1, min(len(parts), sc.defaultParallelism * groups_per_core))
     groups = _deal(parts, n_groups)
-    group_id = f"linearizability-{uuid.uuid4().hex[:8]}"
     host = sc.getConf().get("spark.driver.host", "127.0.0.1")
     board = Board(counts, host=host).start()
-    outcome: dict[str, Any] = {}
     t0 = time.monotonic()
-
-    def job() -> None:
-        sc.setJobGroup(group_id, f"WGL over {len(parts)} parts", interruptOnCancel=True)
-        try:
-            rdd = sc.parallelize(groups, len(groups))
-            outcome["rows"] = rdd.mapPartitions(_task(board.address, budget_seconds, budget_steps)).collect()
-        except Exception as e:  # noqa: BLE001 - a cancelled job raises; the board has the verdicts
-            outcome["error"] = e
-
     try:
-        from pyspark import InheritableThread
-
-        th = InheritableThread(target=job, name="wgl-job")
-        th.start()
-        while th.is_alive():
-            if board.decided.wait(0.05):
-                if th.is_alive():
-                    sc.cancelJobGroup(group_id)
-                    outcome["cancelled"] = True
-                break
-        th.join()
+        outcome = run_until_decided(
+            sc, board, "linearizability", f"WGL over {len(parts)} parts",
+            lambda: sc.parallelize(groups, len(groups)).mapPartitions(
+                _task(board.address, budget_seconds, budget_steps)).collect())
         rows = outcome.get("rows") or board.snapshot()
     finally:
         board.close()

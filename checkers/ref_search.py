@@ -18,11 +18,10 @@ value the parser refuses) is reported as given up, not checked: ``check_files`` 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from checkers.board import Board, BoardClient
+from checkers.board import Board, BoardClient, run_until_decided
 from checkers.linearizability import summarise
 from checkers.models import make_model
 from checkers.ops import OPEN, UNKNOWN, Op
@@ -188,32 +187,14 @@ def check_files(
     df = ops(spark, files).repartition(n_groups, F.col("hist"), part_key(files))
     host = sc.getConf().get("spark.driver.host", "127.0.0.1")
     board = Board(dict.fromkeys((f.name for f in files), 0), host=host, tasks=n_groups).start()
-    group_id = f"wgl-ref-{uuid.uuid4().hex[:8]}"
-    outcome: dict[str, Any] = {}
-
-    def job() -> None:
-        sc.setJobGroup(group_id, f"WGL over {len(files)} reference histories", interruptOnCancel=True)
-        try:
-            got = df.mapInArrow(_task(files, board.address, budget_seconds, budget_steps), "r string").collect()
-            outcome["rows"] = [json.loads(r.r) for r in got]
-        except Exception as e:  # noqa: BLE001 - a cancelled job raises; the board has the verdicts
-            outcome["error"] = e
-
     try:
-        from pyspark import InheritableThread
-
-        th = InheritableThread(target=job, name="wgl-ref-job")
-        th.start()
-        while th.is_alive():
-            if board.decided.wait(0.05):
-                # the tasks stop on their own once their histories are decided (they poll between
-                # slices); a moment for that keeps their rows and what they spent; then cancel
-                th.join(GRACE_SECONDS)
-                if th.is_alive():
-                    sc.cancelJobGroup(group_id)
-                    outcome["cancelled"] = True
-                break
-        th.join()
+        outcome = run_until_decided(
+            sc, board, "wgl-ref", f"WGL over {len(files)} reference histories",
+            lambda: [json.loads(r.r) for r in df.mapInArrow(
+                _task(files, board.address, budget_seconds, budget_steps), "r string").collect()],
+            # the tasks stop on their own once their histories are decided (they poll between
+            # slices); a moment for that keeps their rows and what they spent; then cancel
+            grace_seconds=GRACE_SECONDS)
     finally:
         board.close()
     if "error" in outcome and not outcome.get("cancelled"):
