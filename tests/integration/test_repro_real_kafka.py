@@ -56,7 +56,7 @@ def test_real_kafka_broker_never_reregisters_after_the_lost_create_session_reply
         in p.stdout, p.stdout
     (run_dir,) = [d for d in store.glob("repro-KAFKA-14845-kafka-3.9.1/*") if d.is_dir() and not d.is_symlink()]
     run = json.loads((run_dir / "run.json").read_text())
-    assert run["kafka"] == {"version": VERSION, "zk_socket": "netty", "zk_hosts": 3}
+    assert run["kafka"] == {"version": VERSION, "zk_socket": "netty", "zk_hosts": 3, "properties": []}
     assert run["zkproxy"] == "all"
 
     results = json.loads((run_dir / "results.json").read_text())
