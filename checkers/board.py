@@ -144,12 +144,7 @@ class BoardClient:
             return False
 
     def report(self, result: dict[str, Any]) -> None:
-        if self.sock is None:
-            return
-        try:
-            self.sock.sendall(("R " + json.dumps(result, default=str) + "\n").encode())
-        except OSError:
-            self.sock = None
+        self._send("R " + json.dumps(result, default=str))
 
     def announce(self, held: dict[str, list[int]]) -> None:
         self._send("A " + json.dumps(held))

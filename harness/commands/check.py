@@ -189,8 +189,8 @@ def run(args: argparse.Namespace) -> int:
     if spark is not None and not args.local:
         from checkers import ref_ops, ref_search, udfs
 
-        there = [ref_ops.RefFile(str(h), str(Path(h).resolve()), f, args.model or parsers.DEFAULT_MODEL.get(f) or "")
-                 for h, f in todo if ref_ops.supported(f, args.model or parsers.DEFAULT_MODEL.get(f) or "")]
+        named = [(h, f, args.model or parsers.DEFAULT_MODEL.get(f) or "") for h, f in todo]
+        there = [ref_ops.RefFile(str(h), str(Path(h).resolve()), f, m) for h, f, m in named if ref_ops.supported(f, m)]
         if there and udfs.jar_loaded(spark):
             got, declined = ref_search.check_files(spark, there, budget_seconds=args.budget_seconds)
             results.update(got)
