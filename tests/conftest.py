@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -37,12 +39,55 @@ if WORKER:
 os.environ.setdefault("HARNESS_SPARK_WARM_UP", "off")
 
 
+# Interrupted (Ctrl-C, or SIGTERM below), pytest-xdist's controller ends its session at once and
+# execnet kills the workers about 10 s later, whatever they are doing: a worker still stopping a warm
+# engine's cluster or real brokers left its ZooKeeper servers and Toxiproxy running. So each worker
+# names itself here until its last hook has run (its fixtures torn down), and an interrupted
+# controller waits for them (``WORKER_TEARDOWN_S`` at most) before it lets xdist end them.
+TEARING_DOWN = Path(__file__).resolve().parents[1] / ".local" / "pytest-workers"
+WORKER_TEARDOWN_S = 180.0
+
+
+def _worker_marker(controller: int) -> Path:
+    return TEARING_DOWN / str(controller) / f"{WORKER}.pid"
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if WORKER:
         shutil.rmtree(_TMP, ignore_errors=True)
         state = Path(os.environ["ZKFENCE_STATE_DIR"])
         if not any(state.glob("*.json")):  # a run state left is what `harness teardown` needs to stop it
             shutil.rmtree(state, ignore_errors=True)
+        _worker_marker(os.getppid()).unlink(missing_ok=True)
+    else:
+        shutil.rmtree(TEARING_DOWN / str(os.getpid()), ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which ends the workers
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if WORKER or exitstatus != pytest.ExitCode.INTERRUPTED:
+        return
+    mine = TEARING_DOWN / str(os.getpid())
+    deadline = time.monotonic() + WORKER_TEARDOWN_S
+    said = False
+    while time.monotonic() < deadline:
+        busy = [m.stem for m in mine.glob("*.pid") if _alive(m)]
+        if not busy:
+            return
+        if not said:
+            print(f"\ninterrupted: waiting for {', '.join(sorted(busy))} to tear their fixtures down", file=sys.stderr)
+            said = True
+        time.sleep(0.2)
+    print(f"interrupted: workers still tearing down after {WORKER_TEARDOWN_S:.0f} s; `harness teardown` with "
+          "their ZKFENCE_STATE_DIR stops what they leave", file=sys.stderr)
+
+
+def _alive(marker: Path) -> bool:
+    try:
+        os.kill(int(marker.read_text()), 0)
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns the group marks into the nodeids it schedules by
@@ -80,10 +125,19 @@ def pytest_configure(config: pytest.Config) -> None:
     # teardown: the session's ZooKeeper server, the clusters' sshd, Toxiproxy and temp dirs would be
     # left behind. As an interrupt, pytest stops and tears every fixture down, as on Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)
+    if WORKER:
+        marker = _worker_marker(os.getppid())
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(str(os.getpid()))
 
 
 @pytest.fixture(scope="session")
 def spark():  # noqa: ANN201 - pyspark is imported lazily so unit tests never pay for it
     from checkers.spark import get_spark
 
-    return get_spark("local[2]")
+    # Quick, as `harness check` and a run start it for run-sized input (checkers.spark.QUICK_JVM; a
+    # large input's check turns code generation back on): the suite checks hundreds of small
+    # histories, and the check modules took 324 CPU-s quick against 368 CPU-s with the batch JVM,
+    # which kept its compiler threads busy on every check (bench/RESULTS.md). Before, the worker's
+    # session was whichever its first test asked for.
+    return get_spark("local[2]", quick=True)
