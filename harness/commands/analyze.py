@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     out = writable_dir(Path(args.out) if args.out else store / ANALYSIS_DIR, "--out")
     console = output_console()
     t0 = time.monotonic()
-    remote = None if args.no_server else _server_for(args.spark_master)
+    remote = _server_for(args)
     if remote is not None:
         from harness.checkserver import analyze_remote
 
@@ -73,11 +73,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _server_for(master: str | None) -> ServerState | None:
-    """The running check server when it can take this job: started with ``--batch`` (a session tuned
-    for throughput: on a latency-tuned session an ingest of 9M events took twice as long) and on the same master."""
+def _server_for(args: argparse.Namespace) -> ServerState | None:
+    """The running check server when it can take this job (none with ``--no-server``): started with
+    ``--batch`` (a session tuned for throughput: on a latency-tuned session an ingest of 9M events took
+    twice as long) and on the same master."""
     from checkers.spark import resolve_master
     from harness import checkserver as server
 
+    if args.no_server:
+        return None
     st = server.read_state()
-    return st if st is not None and st.batch and st.master == resolve_master(master) else None
+    return st if st is not None and st.batch and st.master == resolve_master(args.spark_master) else None

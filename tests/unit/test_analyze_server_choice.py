@@ -1,6 +1,9 @@
-"""Which running check server `harness analyze` hands its job to: only a batch one, on the same master."""
+"""Which running check server `harness analyze` hands its job to: only a batch one, on the same master,
+and none with ``--no-server``."""
 
 from __future__ import annotations
+
+import argparse
 
 import pytest
 
@@ -11,6 +14,10 @@ from harness.commands.analyze import _server_for
 
 def state(master: str, batch: bool) -> ServerState:
     return ServerState(pid=1, start_time=None, port=1, key="00", master=master, started=0.0, log="l", batch=batch)
+
+
+def args(master: str | None, no_server: bool = False) -> argparse.Namespace:
+    return argparse.Namespace(spark_master=master, no_server=no_server)
 
 
 @pytest.mark.parametrize(("running", "asked", "env", "taken"), [
@@ -28,7 +35,8 @@ def test_server_for(monkeypatch: pytest.MonkeyPatch, running: ServerState | None
         monkeypatch.delenv("HARNESS_SPARK_MASTER", raising=False)
     else:
         monkeypatch.setenv("HARNESS_SPARK_MASTER", env)
-    assert (_server_for(asked) is running) if taken else _server_for(asked) is None
+    assert (_server_for(args(asked)) is running) if taken else _server_for(args(asked)) is None
+    assert _server_for(args(asked, no_server=True)) is None
 
 
 def test_a_state_file_from_before_batch_reads_as_a_quick_server() -> None:
