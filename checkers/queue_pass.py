@@ -34,8 +34,6 @@ from checkers.queue import (
     UNSEEN,
     Unseen,
     _all_acks,
-    _reads,
-    _sends,
 )
 from checkers.queue_walk import text, walk
 from checkers.result import Result, anomaly, result
@@ -58,36 +56,47 @@ def _col(ev: DataFrame, name: str, t: str) -> Column:
 
 
 def project(ev: DataFrame) -> DataFrame:
-    """The rows the walk reads, one schema (``ROW``) for every kind (``checkers.queue_walk``'s tags)."""
+    """The rows the walk reads, one schema (``ROW``) for every kind (``checkers.queue_walk``'s tags),
+    from one scan and one ``posexplode``: an ok read's records zipped as the plans' ``_reads`` zip
+    them, one element more for a final read's completion (``F``), one element for a send (``S`` or
+    ``X``) or a partition state (``P``). Each column is then the event's field for the kinds that
+    carry it, null for the others (all Spark's generated code but ``from_json`` of the values)."""
     f = F()
-    null = {c.split()[0]: f.lit(None).cast(c.split()[1]) for c in ROW.split(", ")}
     ev = ev.select(*ev.columns, *[f.lit(None).cast(t).alias(c) for c, t in
                                   (("v_acks", "string"), ("v_offset", "bigint"), ("v_leader", "bigint"),
                                    ("v_value", "string"), ("v_consumer", "bigint"), ("v_leader_epoch", "bigint"),
                                    ("v_hw", "bigint"), ("v_offsets", "array<bigint>"), ("v_values", "string"),
                                    ("v_topic", "string"), ("v_partition", "bigint"))
                                   if c not in ev.columns])
-
-    def rows(df: DataFrame, **cols: Column) -> DataFrame:
-        return df.select(*[cols.get(c, null[c]).alias(c) for c in null])
-
-    s = _sends(ev, ("ok", "fail"))
-    sends = rows(s, hist=f.col("hist"), topic=f.col("topic"), part=f.col("part"),
-                 tag=f.when(f.col("stype") == "ok", "S").otherwise("X"), eid=f.col("sid"), idx=f.col("sidx"),
-                 off=f.col("soff"), value=f.col("value"), allacks=f.coalesce(_all_acks(), f.lit(False)),
-                 leader=f.col("sleader"))
-    r = _reads(ev)
-    recs = rows(r, hist=f.col("hist"), topic=f.col("topic"), part=f.col("part"), tag=f.lit("R"),
-                eid=f.col("rid"), idx=f.col("ridx"), off=f.col("off"), value=f.col("value"), ftype=f.col("kind"),
-                consumer=f.col("consumer"), seq=f.col("seq"), pos=f.col("pos").cast("bigint"))
-    fin = ev.filter((f.col("f") == "final_read") & (f.col("type") != "invoke"))
-    finals = rows(fin, hist=f.col("hist"), topic=f.col("v_topic"), part=f.col("v_partition"), tag=f.lit("F"),
-                  eid=f.col("id"), idx=f.col("idx"), ftype=f.col("type"), hw=f.col("v_hw"), leader=f.col("v_leader"),
-                  le=f.col("v_leader_epoch"))
-    ps = ev.filter(f.col("f") == "partition_state")
-    states = rows(ps, hist=f.col("hist"), topic=f.col("v_topic"), part=f.col("v_partition"), tag=f.lit("P"),
-                  eid=f.col("id"), idx=f.col("idx"), leader=f.col("v_leader"), le=f.col("v_leader_epoch"))
-    return sends.unionByName(recs).unionByName(finals).unionByName(states)
+    kind, typ = f.col("f"), f.col("type")
+    is_send = (kind == "send") & typ.isin("ok", "fail")
+    is_state = kind == "partition_state"
+    read_ok = kind.isin("poll", "final_read") & (typ == "ok")
+    is_final = (kind == "final_read") & (typ != "invoke")
+    z = f.when(read_ok, f.arrays_zip(f.col("v_offsets").alias("o"), f.from_json("v_values", "array<string>").alias("v")))
+    ev = ev.filter(kind.isin("send", "poll", "final_read", "partition_state")).select(
+        *ev.columns, z.alias("_z")).withColumn("_n", f.when(f.col("_z").isNull(), 0).otherwise(f.size("_z")))
+    one = f.array(f.struct(f.lit(None).cast("bigint").alias("o"), f.lit(None).cast("string").alias("v")))
+    elems = (f.when(is_send | is_state, one)
+             .when(kind == "poll", f.col("_z"))  # an ok poll's records (no row for other polls)
+             .when(is_final, f.concat(f.coalesce(f.col("_z"), f.slice(one, 1, 0)), one)))
+    x = ev.select(*ev.columns, f.posexplode(elems).alias("_pos", "_rec"))
+    is_rec, is_fin = read_ok & (f.col("_pos") < f.col("_n")), is_final & (f.col("_pos") == f.col("_n"))
+    sent = f.col("v_offset"), f.col("v_value")
+    return x.select(
+        "hist", f.col("v_topic").alias("topic"), f.col("v_partition").alias("part"),
+        f.when(is_send, f.when(typ == "ok", "S").otherwise("X")).when(is_state, "P").when(is_rec, "R")
+        .when(is_fin, "F").alias("tag"),
+        f.col("id").alias("eid"), "idx",
+        f.when(is_send, sent[0]).when(is_rec, f.col("_rec.o")).alias("off"),
+        f.when(is_send, sent[1]).when(is_rec, f.col("_rec.v")).alias("value"),
+        f.when(is_send, f.coalesce(_all_acks("v_acks"), f.lit(False))).alias("allacks"),
+        f.when(is_send | is_fin | is_state, f.col("v_leader")).alias("leader"),
+        f.when(is_fin | is_state, f.col("v_leader_epoch")).alias("le"),
+        f.when(is_fin, f.col("v_hw")).alias("hw"),
+        f.when(is_rec, kind).when(is_fin, typ).alias("ftype"),
+        f.when(is_rec, f.col("v_consumer")).alias("consumer"), f.when(is_rec, f.col("seq")).alias("seq"),
+        f.when(is_rec, f.col("_pos")).cast("bigint").alias("pos")).filter(f.col("tag").isNotNull())
 
 
 def _walk_group(keys: tuple[Any, ...], table: Any) -> Any:
