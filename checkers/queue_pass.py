@@ -2,13 +2,13 @@
 
 The plans of ``checkers.queue`` each join, aggregate or window the sends and read records by
 (history, topic, partition) on their own: on large input five shuffles of the same rows, plus
-``queue_unseen``'s. Here the rows every queue checker reads are projected once (``project``: ok and
-failed sends, each record an ok read returned, final reads' completions, partition states),
-exchanged once by (history, topic, partition) and, each group sorted, walked once in an Arrow
-grouped map (``checkers.queue_walk.walk``) that finds every anomaly kind together. One Spark job
-collects the per-checker summaries of the anomalies (count and the first few, in the order
-``checkers.plans._summary`` sorts them), the operation counts ``queue_unseen`` reports and the
-brokers' registration epochs that a lost write's message cites.
+``queue_unseen``'s. Here the rows every queue checker reads are projected once, in one scan
+(``project``: ok and failed sends, each record an ok read returned, final reads' completions,
+partition states), exchanged once by (history, topic, partition) and, each group sorted, walked
+once in an Arrow grouped map (``checkers.queue_walk.walk``) that finds every anomaly kind together.
+One Spark job collects the per-checker summaries of the anomalies (count and the first few, in the
+order ``checkers.plans._summary`` sorts them), the operation counts ``queue_unseen`` reports and
+the brokers' registration epochs that a lost write's message cites.
 
 The anomalies are the plans' rows, message and cited ids alike (tests/integration/test_queue_pass.py
 holds the two to equality on every queue fixture and on the bench's injected anomalies). Run-sized
