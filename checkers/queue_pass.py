@@ -60,7 +60,7 @@ def project(ev: DataFrame) -> DataFrame:
     from one scan and one ``posexplode``: an ok read's records zipped as the plans' ``_reads`` zip
     them, one element more for a final read's completion (``F``), one element for a send (``S`` or
     ``X``) or a partition state (``P``). Each column is then the event's field for the kinds that
-    carry it, null for the others (all Spark's generated code but ``from_json`` of the values)."""
+    carry it, null for the others."""
     f = F()
     ev = ev.select(*ev.columns, *[f.lit(None).cast(t).alias(c) for c, t in
                                   (("v_acks", "string"), ("v_offset", "bigint"), ("v_leader", "bigint"),
