@@ -27,8 +27,8 @@ from checkers.fencing import (
     PARTITION_STATES,
     SINGLE_REGISTRANT,
 )
-from checkers.queue import ABORTED_READ, DUPLICATE, INCONSISTENT_OFFSETS, LOST_WRITE, POLL_ORDER, UNSEEN
 from checkers.queue_log import QUEUE_LOG
+from checkers.queue_pass import QUEUE_CHECKS
 from checkers.register import REGISTER
 from checkers.registration import DEFAULT_MARGIN_MS, RegistrationEpochs, RegistrationLiveness
 from checkers.result import UNKNOWN, Result, compose
@@ -60,7 +60,7 @@ def make_checkers(margin_ms: int = DEFAULT_MARGIN_MS) -> tuple[Checker, ...]:
         PARTITION_STATES,  # 10
         MAX_BROKER_EPOCH,  # 11
         ZxidRealtime(), ZxidReplay(), ZxidSession(),  # the zxid sweep
-        LOST_WRITE, INCONSISTENT_OFFSETS, DUPLICATE, ABORTED_READ, POLL_ORDER, UNSEEN, QUEUE_LOG,  # queue workload
+        *QUEUE_CHECKS, QUEUE_LOG,  # queue workload: one pass per partition on large input (checkers.queue_pass)
         REGISTER,  # register workload
     )
 
