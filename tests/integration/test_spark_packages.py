@@ -11,13 +11,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from checkers import udfs
 from tests.javajar import compile_jar
-from tests.sparkcluster import standalone_cluster
+from tests.sparkcluster import Standalone, standalone_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
@@ -49,9 +50,21 @@ def _maven_repo(tmp: Path) -> Path:
     return tmp / "repo"
 
 
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _maven_repo(tmp_path_factory.mktemp("maven"))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    """One cluster for both ways of asking: each driver is an application of its own there."""
+    with standalone_cluster(tmp_path_factory.mktemp("spark")) as c:
+        yield c
+
+
 @pytest.mark.parametrize("where", ["PYSPARK_SUBMIT_ARGS", "spark-defaults.conf"])
-def test_a_package_the_driver_resolved_reaches_the_executors(where: str, tmp_path: Path) -> None:
-    repo = _maven_repo(tmp_path)
+def test_a_package_the_driver_resolved_reaches_the_executors(where: str, repo: Path, cluster: Standalone,
+                                                             tmp_path: Path) -> None:
     conf = tmp_path / "conf"
     conf.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_SPARK_MASTER", "PYSPARK_SUBMIT_ARGS")}
@@ -63,9 +76,8 @@ def test_a_package_the_driver_resolved_reaches_the_executors(where: str, tmp_pat
     else:
         (conf / "spark-defaults.conf").write_text(ivy, encoding="utf-8")
         env["PYSPARK_SUBMIT_ARGS"] = "--packages zkfencetest:greeting:1.0 pyspark-shell"
-    with standalone_cluster(tmp_path / "spark") as cluster:
-        done = subprocess.run([sys.executable, "-c", CHILD, cluster.url], cwd=REPO, env=env, capture_output=True,
-                              text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", CHILD, cluster.url], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["greetings"] == ["hello 0", "hello 1", "hello 2", "hello 3"]
