@@ -55,8 +55,11 @@ def batch_session() -> dict:
              "mf = s._jvm.java.lang.management.ManagementFactory; "
              "gcs = sorted(g.getName() for g in mf.getGarbageCollectorMXBeans()); "
              "m = s._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME(); "
-             "q = lambda i: s.range(3).selectExpr(f'id * {i} + {i} as x').filter(f'x > {i}').count(); "
-             "[q(i) for i in range(150)]; n = m.getCount(); q(0); "
+             # each query's code compiled as running it would (WholeStageCodegenExec compiles on the
+             # driver when the plan is executed into an RDD), without the job: half the JVM's CPU
+             "q = lambda i: s.range(3).selectExpr(f'id * {i} + {i} as x').filter(f'x > {i}')"
+             "._jdf.queryExecution().executedPlan().execute(); "
+             "[q(i) for i in range(1, 160)]; n = m.getCount(); q(1); "
              "print(json.dumps({'gcs': gcs, 'compiled': n, 'recompiled': m.getCount() - n}))")
     p = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=_env(), capture_output=True, text=True,
                        check=False)
@@ -72,6 +75,6 @@ def test_a_batch_local_session_runs_the_throughput_collector(batch_session: dict
 
 def test_a_session_keeps_the_classes_of_more_queries_than_sparks_default(batch_session: dict) -> None:
     """Spark keeps 100 compiled classes by default; one run of the fencing plans generates about 160.
-    After 150 queries of distinct code the first one's classes are still compiled (no Janino compile
+    After 159 queries of distinct code the first one's classes are still compiled (no Janino compile
     when it runs again)."""
-    assert batch_session["compiled"] > 150 and batch_session["recompiled"] == 0
+    assert batch_session["compiled"] >= 159 and batch_session["recompiled"] == 0
