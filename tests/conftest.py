@@ -5,6 +5,7 @@ worker, each worker with its own state and temp dirs."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -61,6 +62,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _worker_marker(os.getppid()).unlink(missing_ok=True)
     else:
         shutil.rmtree(TEARING_DOWN / str(os.getpid()), ignore_errors=True)
+        with contextlib.suppress(OSError):  # another session's workers are still named there
+            TEARING_DOWN.rmdir()
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's, which ends the workers
@@ -108,13 +111,15 @@ XDIST_WORKER = b"sys.stdin.readline"  # execnet starts each worker as `python -c
 def _interrupt(signum: int, frame: object) -> None:
     """SIGTERM as Ctrl-C, for this process and, under xdist, for its workers (a SIGTERM reaches only
     the controller; a worker stopped without an interrupt would tear no fixture down). Only the
-    workers: the servers a fixture started are stopped by that fixture's teardown."""
+    workers: the servers a fixture started are stopped by that fixture's teardown. They get a
+    SIGTERM too, which this handler turns into the interrupt there: a SIGINT is ignored by every
+    process a non-interactive shell started in the background (a CI job's `cmd &`)."""
     me = os.getpid()
     for proc in Path("/proc").iterdir():
         try:
             if proc.name.isdigit() and int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == me \
                     and XDIST_WORKER in (proc / "cmdline").read_bytes():
-                os.kill(int(proc.name), signal.SIGINT)
+                os.kill(int(proc.name), signal.SIGTERM)
         except (OSError, ValueError, IndexError):
             continue  # gone since the listing
     raise KeyboardInterrupt

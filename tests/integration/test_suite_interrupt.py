@@ -73,4 +73,4 @@ def test_sigterm_tears_every_worker_down_before_xdist_ends_them(tmp_path: Path) 
     assert [(tmp_path / "out" / f"stopped-gw{i}").exists() for i in (0, 1)] == [True, True], out
     assert len(pids) == 2 and not left, out
     assert proc.returncode == pytest.ExitCode.INTERRUPTED and "waiting for gw0, gw1 to tear" in out, out
-    assert not (tmp_path / ".local" / "pytest-workers" / str(proc.pid)).exists()
+    assert not (tmp_path / ".local" / "pytest-workers").exists()  # the controller removed what named its workers
