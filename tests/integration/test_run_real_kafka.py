@@ -49,15 +49,16 @@ def harness_run(engine, tmp_path: Path, test: str, *flags: str, exit_code: int =
     return outcome.run_dir
 
 
-def harness_run_cli(tmp_path: Path, test: str, *flags: str, exit_code: int = 0) -> Path:
+def harness_run_cli(tmp_path: Path, test: str, *flags: str, exit_code: int | tuple[int, ...] = 0) -> Path:
     """`harness run --brokers kafka:3.9.1 FLAGS` in a process of its own, stored under ``tmp_path``;
-    asserts its exit code and returns the run's directory."""
+    asserts its exit code (one of them, given several) and returns the run's directory."""
     fetch_kafka("3.9.1")
     store = tmp_path / "store"
     p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--brokers", "kafka:3.9.1", *flags,
                         "--store", str(store)],
                        capture_output=True, text=True, timeout=840, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
-    assert p.returncode == exit_code, p.stdout[-3000:] + p.stderr[-3000:]
+    assert p.returncode in ((exit_code,) if isinstance(exit_code, int) else exit_code), \
+        p.stdout[-3000:] + p.stderr[-3000:]
     (run_dir,) = [d for d in store.glob(f"{test}/*") if d.is_dir() and not d.is_symlink()]
     return run_dir
 
@@ -185,10 +186,17 @@ def test_acks_1_loses_acknowledged_writes_when_the_leader_dies_before_its_follow
     # exit 1, invalid: the run found what it lost
     # in a `harness run` process of its own, as it always passed: run in the test worker's process
     # (warm engine or cold) it lost nothing in two full-suite CI runs (848 sends ok, none failed),
-    # though it passed there alone; the story needs b1's acknowledgements inside a 1 s window
-    run_dir = harness_run_cli(tmp_path, "acks1", "--workload", "queue", "--acks", "1", "--schedule",
-                              str(schedule), "--time-limit", "16", "--test", "acks1", exit_code=1)
-    results = json.loads((run_dir / "results.json").read_text())
+    # though it passed there alone; the story needs b1's acknowledgements inside a 1 s window, which a
+    # run on a loaded machine can miss (valid, nothing lost: once in nine full-suite runs), so a second
+    # run is its retry, as `harness repro --runs` gives a race more than one chance
+    for attempt in range(2):
+        run_dir = harness_run_cli(tmp_path / f"attempt{attempt}", "acks1", "--workload", "queue", "--acks", "1",
+                                  "--schedule", str(schedule), "--time-limit", "16", "--test", "acks1",
+                                  exit_code=(0, 1))
+        results = json.loads((run_dir / "results.json").read_text())
+        if results["valid"] is not True:
+            break
+    assert results["valid"] is False, "two acks=1 runs lost nothing"
     events = history(run_dir)
     finals = {e["value"]["partition"]: e["value"] for e in events if e["f"] == "final_read" and e["type"] == "ok"}
     assert sorted(finals) == [0, 1, 2]
