@@ -11,7 +11,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -70,27 +69,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if WORKER or exitstatus != pytest.ExitCode.INTERRUPTED:
         return
-    mine = TEARING_DOWN / str(os.getpid())
-    deadline = time.monotonic() + WORKER_TEARDOWN_S
-    said = False
-    while time.monotonic() < deadline:
-        busy = [m.stem for m in mine.glob("*.pid") if _alive(m)]
-        if not busy:
-            return
-        if not said:
-            print(f"\ninterrupted: waiting for {', '.join(sorted(busy))} to tear their fixtures down", file=sys.stderr)
-            said = True
-        time.sleep(0.2)
-    print(f"interrupted: workers still tearing down after {WORKER_TEARDOWN_S:.0f} s; `harness teardown` with "
-          "their ZKFENCE_STATE_DIR stops what they leave", file=sys.stderr)
+    from base.localstate import owner_alive
+    from base.wait import wait_until
 
+    def busy() -> list[str]:  # a marker is "<pid> <start time>": a reused pid is not the worker
+        return sorted(m.stem for m in (TEARING_DOWN / str(os.getpid())).glob("*.pid")
+                      if owner_alive(*(int(x) for x in m.read_text().split())))
 
-def _alive(marker: Path) -> bool:
-    try:
-        os.kill(int(marker.read_text()), 0)
-        return True
-    except (OSError, ValueError):
-        return False
+    if not busy():
+        return
+    print(f"\ninterrupted: waiting for {', '.join(busy())} to tear their fixtures down", file=sys.stderr)
+    if not wait_until(lambda: not busy(), WORKER_TEARDOWN_S, poll=0.2):
+        print(f"interrupted: workers still tearing down after {WORKER_TEARDOWN_S:.0f} s; `harness teardown` with "
+              "their ZKFENCE_STATE_DIR stops what they leave", file=sys.stderr)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns the group marks into the nodeids it schedules by
@@ -133,7 +124,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if WORKER:
         marker = _worker_marker(os.getppid())
         marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(str(os.getpid()))
+        from base.localstate import process_start_time
+
+        marker.write_text(f"{os.getpid()} {process_start_time(os.getpid())}")
 
 
 @pytest.fixture(scope="session")
