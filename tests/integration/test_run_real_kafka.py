@@ -118,7 +118,7 @@ def test_hold_control_partition_kill_and_the_queue_workload_on_real_brokers(warm
     from checkers.project import CHECKER_NAMES
 
     run_dir = harness_run(warm_engine, tmp_path, "hold-control", "--faults", "hold_control,partition,kill",
-                          "--workload", "queue", "--acks", "all", "--seed", "3", "--time-limit", "40",
+                          "--workload", "queue", "--acks", "all", "--concurrency", "24", "--seed", "3", "--time-limit", "40",
                           "--test", "hold-control")
     results = json.loads((run_dir / "results.json").read_text())
     assert results["valid"] is True, results
