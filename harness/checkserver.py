@@ -13,7 +13,8 @@ forever). ``harness teardown`` stops it too.
 in-process ``harness analyze``) and also runs ``harness.analysis.job.warm_up``: on a latency-tuned JVM
 (C1 only) the ingest of 9M events took twice as long.
 
-A request is ``{"op": "check", "paths": [...], "margin_ms": N}`` (``margin_ms`` optional); the reply is ``{"results": {path: result}}`` from
+A request is ``{"op": "check", "paths": [...], "margin_ms": N, "names": [...], "skip_damaged": B}`` (all
+but ``paths`` optional: ``names`` the checkers to run, as a run's test names them); the reply is ``{"results": {path: result}}`` from
 ``checkers.project.check_histories`` on the server's session (the verdicts of an in-process
 check), or ``{"error": "usage" | "crash", "message": ...}``. On a batch server,
 ``{"op": "analyze", "store": ..., "out": ...}`` runs ``harness.analysis.job.analyze``; the reply is
@@ -66,6 +67,12 @@ class ServerState:
         return owner_alive(self.pid, self.start_time)
 
 
+def add_no_server_flag(p: argparse.ArgumentParser, what: str = "check") -> None:
+    """``--no-server``, for every command that checks project histories (run, repro, campaign, hunt, check)."""
+    p.add_argument("--no-server", action="store_true",
+                   help=f"{what} in this process even when a check server (`harness check-server`) is running")
+
+
 NO_SESSION_EXIT = 2  # the server's exit when Spark gives it no session; its log's last line says why
 NO_SESSION_PREFIX = "no session: "
 
@@ -95,12 +102,18 @@ def request(st: ServerState, message: dict[str, Any], timeout: float | None = No
         return conn.recv()
 
 
-def check_remote(st: ServerState, paths: list[str], margin_ms: int | None = None) -> dict[str, Any]:
-    """{path: result} checked by the server (``margin_ms``: registration_liveness's, None for its
-    default); a bad history is the same ``UsageError`` as in-process."""
+def check_remote(st: ServerState, paths: list[str], margin_ms: int | None = None,
+                 names: list[str] | None = None, skip_damaged: bool = False) -> dict[str, Any]:
+    """{path: result} checked by the server, as ``checkers.project.check_histories`` with the same
+    arguments would in-process (``margin_ms``: registration_liveness's, None for its default; ``names``:
+    the checkers, None for all); a bad history is the same ``UsageError`` as in-process."""
     message: dict[str, Any] = {"op": "check", "paths": [str(Path(p).resolve()) for p in paths]}
     if margin_ms is not None:
         message["margin_ms"] = margin_ms
+    if names is not None:
+        message["names"] = list(names)
+    if skip_damaged:
+        message["skip_damaged"] = True
     by_abs = _work(st, message, "results")
     return {p: by_abs[str(Path(p).resolve())] for p in paths}
 
@@ -272,8 +285,11 @@ def _serve(op: str, msg: dict[str, Any], spark: Any) -> dict[str, Any]:
     try:
         if op == "check":
             paths = msg.get("paths") or []
-            margin = msg.get("margin_ms")
-            reply = {"results": check_histories(paths, spark=spark, margin_ms=margin if isinstance(margin, int) else None)}
+            margin, names = msg.get("margin_ms"), msg.get("names")
+            if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+                raise UsageError(f"check request: names must be a list of checker names, got {names!r}")
+            reply = {"results": check_histories(paths, spark=spark, margin_ms=margin if isinstance(margin, int) else None,
+                                                names=names, skip_damaged=msg.get("skip_damaged") is True)}
             what = f"checked {len(paths)} histories"
         else:
             outcome = job.analyze(Path(msg["store"]), Path(msg["out"]), lambda: spark)

@@ -68,8 +68,21 @@ def _real_nemeses(cluster: Any, spec: TestSpec, proxy: Any = None) -> list[Any]:
     return nemeses
 
 
+def check_server_for(engine: Any, spec: TestSpec) -> Any:
+    """The running check server (``harness check-server``) that takes this run's check, as ``harness
+    check`` hands it one: same Spark master, a check on Spark, and no session of the engine's own yet
+    (a warm one is as quick). None: the check runs in this process."""
+    if not engine.use_check_server or spec.local_check or engine._spark_future is not None:
+        return None
+    from checkers.spark import resolve_master
+    from harness import checkserver
+
+    st = checkserver.read_state()
+    return st if st is not None and st.master == resolve_master(engine.spark_master) else None
+
+
 def _warm_spark_unless_local(engine: Any, spec: TestSpec) -> None:
-    if not spec.local_check:
+    if not spec.local_check and check_server_for(engine, spec) is None:
         engine.warm_spark()  # the JVM starts while the cluster comes up
 
 
@@ -77,6 +90,16 @@ def _real_check(engine: Any, history: str, spec: TestSpec) -> dict[str, Any]:
     from checkers.project import check_histories
 
     names = spec.checkers
+    server = check_server_for(engine, spec)
+    if server is not None:
+        from harness.checkserver import check_remote
+
+        engine.say(f"[bold]check[/] on the check server (pid {server.pid}, {server.master})")
+        try:
+            with engine.console.status(f"check on the check server: {', '.join(names) if names else 'every checker'}"):
+                return check_remote(server, [history], spec.margin_ms, names=names, skip_damaged=True)[history]
+        except (OSError, EOFError, RuntimeError) as e:  # the server died or broke: the check is still owed
+            engine.say(f"  [yellow]check server pid {server.pid}[/]: {e}; checking in this process")
     where = "locally" if spec.local_check else f"on Spark ({engine.spark_master or 'local[*]'})"
     with engine.console.status(f"check {where}: {', '.join(names) if names else 'every checker'}"):
         # A damaged line (a writer's bug) is left out and counted, never read as data: the run keeps

@@ -112,7 +112,7 @@ class Engine:
 
     def __init__(self, inventory: Inventory, store: str | Path | None = None, console: Console | None = None,
                  spark_master: str | None = None, keep_warm: bool = False, effects: Effects | None = None,
-                 on_faults: Callable[[list[str]], None] | None = None) -> None:
+                 on_faults: Callable[[list[str]], None] | None = None, check_server: bool = True) -> None:
         from checkers.spark import check_master
 
         check_master(spark_master)  # a master that cannot take the check fails now, not after the run
@@ -124,6 +124,7 @@ class Engine:
         self.console = console or Console()
         self.spark_master = spark_master
         self.keep_warm = keep_warm
+        self.use_check_server = check_server  # False: `--no-server`, every check in this process
         self.effects = effects or Effects.real()
         self.T = inventory.agents.session_timeout_ms / 1000.0
         self.cluster: Any = None
@@ -131,7 +132,7 @@ class Engine:
         self._shape: tuple[Any, ...] | None = None
         self._scratch = Path(tempfile.mkdtemp(prefix=owner_prefix(ENGINE_PREFIX)))
         self._scratch_kept = False  # a cluster that could not be torn down leaves it to `harness teardown`
-        self._spark_future: Any = None
+        self._spark_future: Any = None  # this engine's own session, once started
         self._check_began = threading.Event()
         self._zk: Any = None
         self._teardown: threading.Thread | None = None  # a cluster being torn down while a run checks

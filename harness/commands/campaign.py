@@ -27,6 +27,7 @@ from base.parsing import command_parser, summary
 from checkers.result import worst
 from checkers.spark import add_master_flag
 from harness.campaign import AGENTS, DEFAULT_CAMPAIGN, Campaign, CampaignError, PlannedRun, load_campaign
+from harness.checkserver import add_no_server_flag
 from harness.outputs import writable_dir, writable_file
 from harness.store import new_run_dir, write_json
 from harness.terminal import output_console
@@ -41,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"campaign TOML (default: {DEFAULT_CAMPAIGN.relative_to(DEFAULT_CAMPAIGN.parents[1])})")
     p.add_argument("--store", metavar="DIR", default="store", help="store directory (default: ./store)")
     add_master_flag(p)
+    add_no_server_flag(p, "check each run")
     p.add_argument("--budget", type=finite_float(0, MAX_BUDGET_S, lo_open=True), metavar="S", help="wall-clock seconds; overrides the file's budget")
     p.add_argument("--new", action="store_true", help="start a new campaign directory even if the last one is unfinished")
     p.add_argument("--junit", metavar="FILE", help="also copy the campaign's JUnit XML to FILE")
@@ -84,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         writable_file(args.junit, "--junit")
     inv = load_inventory(campaign.inventory)
     console = output_console()
-    cdir, state = run_campaign(campaign, inv, Path(args.store), console, args.spark_master, budget, new=args.new)
+    cdir, state = run_campaign(campaign, inv, Path(args.store), console, args.spark_master, budget, new=args.new,
+                               check_server=not args.no_server)
     if args.junit:
         junit = Path(args.junit)
         junit.parent.mkdir(parents=True, exist_ok=True)
@@ -98,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
 
 def run_campaign(campaign: Campaign, inv: Any, store: Path, console: Console, spark_master: str | None = None,
                  budget: float | None = None, new: bool = False, stop_at_invalid: bool = False,
-                 max_runs: int | None = None, engine: Any = None) -> tuple[Path, dict[str, Any]]:
+                 max_runs: int | None = None, engine: Any = None,
+                 check_server: bool = True) -> tuple[Path, dict[str, Any]]:
     """Run (or resume) a campaign under ``store/campaigns/``; returns its directory and final state.
     ``stop_at_invalid`` ends it after its first invalid run and ``max_runs`` after that many runs
     (``bench/mutation.py``); either way the state records why in ``stopped``. ``engine``: a warm
@@ -141,7 +145,8 @@ def run_campaign(campaign: Campaign, inv: Any, store: Path, console: Console, sp
 
     # SIGTERM between runs unwinds like Ctrl-C too, so the warm cluster is torn down.
     if engine is None:
-        owned = Engine(inv, cdir / "runs", console, spark_master, keep_warm=True, on_faults=on_faults)
+        owned = Engine(inv, cdir / "runs", console, spark_master, keep_warm=True, on_faults=on_faults,
+                       check_server=check_server)
     else:
         owned = contextlib.nullcontext(engine)
         engine.store, engine.console, engine.on_faults = cdir / "runs", console, on_faults

@@ -25,6 +25,7 @@ from base.parsing import summary
 from checkers.parsers import FORMATS, ParseError
 from checkers.result import Result, worst
 from checkers.spark import add_master_flag
+from harness.checkserver import add_no_server_flag
 from harness.outputs import writable_dir, writable_file
 
 RESULTS_FILE = "results-check.json"
@@ -50,8 +51,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--skip-damaged", action="store_true",
                    help="leave out a project history's damaged lines (counted in its stats as damaged_lines) "
                         "instead of refusing the history; its verdict is then unknown (anomalies still listed)")
-    p.add_argument("--no-server", action="store_true",
-                   help="check in this process even when a check server (`harness check-server`) is running")
+    add_no_server_flag(p)
     p.set_defaults(func=run)
 
 
@@ -135,7 +135,7 @@ def _server_for(args: argparse.Namespace, fmts: list[str]) -> Any:
     from checkers.spark import resolve_master
     from harness import checkserver as server
 
-    if args.no_server or args.parquet or args.skip_damaged or not all(f == "jsonl" or args.local for f in fmts):
+    if args.no_server or args.parquet or not all(f == "jsonl" or args.local for f in fmts):
         return None
     st = server.read_state()
     if st is None or st.master != resolve_master(args.spark_master):
@@ -223,7 +223,8 @@ def run(args: argparse.Namespace) -> int:
             if remote is not None:
                 from harness.checkserver import check_remote
 
-                results.update(_check_project(group, lambda paths, m=margin: check_remote(remote, paths, m),
+                results.update(_check_project(group, lambda paths, m=margin: check_remote(remote, paths, m,
+                                                                                  skip_damaged=args.skip_damaged),
                                               len(args.paths), skipped))
             else:
                 from checkers.project import check_histories

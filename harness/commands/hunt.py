@@ -94,7 +94,7 @@ def run_hunt(args: argparse.Namespace) -> int:
     quiet = Console(quiet=True)
     faults, toggles, inv = judge(args)
     # One engine for every run: each run still gets a cluster of its own, Spark stays up.
-    engine = Engine(inv, args.store, quiet, args.spark_master)
+    engine = Engine(inv, args.store, quiet, args.spark_master, check_server=not args.no_server)
 
     def run_one(schedule, n, test="hunt"):  # type: ignore[no-untyped-def]
         args.test = test

@@ -23,6 +23,7 @@ from base.bounds import bounded_int
 from base.errors import EXIT_BAD_INPUT, UsageError
 from base.parsing import summary
 from checkers.spark import add_master_flag
+from harness.checkserver import add_no_server_flag
 from harness.commands.kafkaflags import add_zk_client_args, fetch, kafka_brokers, kafka_target
 
 MAX_REPRO_RUNS = 1000  # runs on one cluster, each a whole story
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--spark", action="store_true",
                    help="run the registration checks on Spark too (the fencing invariants always do)")
     add_master_flag(p)
+    add_no_server_flag(p, "check each run")
     p.add_argument("--no-timeline", action="store_true", help="do not print the per-run timeline")
     p.add_argument("--kafka", metavar="VERSION",
                    help="real Apache Kafka VERSION brokers (ZooKeeper mode, 2.x-3.9.x) in place of the agents; "
@@ -184,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     if clean:
         console.print(clean)
     results = []
-    with Engine(inv, args.store, console, args.spark_master, keep_warm=True) as engine:
+    with Engine(inv, args.store, console, args.spark_master, keep_warm=True, check_server=not args.no_server) as engine:
         for i in range(args.runs):
             if args.runs > 1:
                 console.rule(f"run {i + 1}/{args.runs}")
@@ -230,7 +232,7 @@ def _compare(console: Console, args: argparse.Namespace, sc: Any, inv: Any, kafk
     console.print(f"[bold]{sc.id}[/]: {sc.title}\n  compare: the agents (toggles {variants[0][1].toggles}) and "
                   f"{kafka.describe()}; seed {seed}")
     sides: list[Side] = []
-    with Engine(inv, args.store, console, args.spark_master, keep_warm=False) as engine:
+    with Engine(inv, args.store, console, args.spark_master, keep_warm=False, check_server=not args.no_server) as engine:
         for label, spec in variants:
             console.rule(label)
             spec.seed = seed

@@ -34,6 +34,7 @@ from base.errors import EXIT_CRASH, UsageError
 from base.inventory import Inventory, load_inventory
 from base.parsing import summary
 from checkers.spark import add_master_flag
+from harness.checkserver import add_no_server_flag
 from harness.commands.kafkaflags import (
     KAFKA_MARGIN_MS,
     add_zk_client_args,
@@ -91,6 +92,7 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float = 20.0) -> Non
                         "recovery come on top")
     p.add_argument("--store", metavar="DIR", default=None, help="store directory (default: ./store)")
     add_master_flag(p)
+    add_no_server_flag(p, "check each run")
     p.add_argument("--toggle", action="append", default=[], metavar="NAME=VALUE",
                    help="agent bug toggle, repeatable (see `harness agent --help`)")
     p.add_argument("--margin-ms", type=bounded_int(0, MAX_MS, "ms"), default=3000,
@@ -330,7 +332,7 @@ def run(args: argparse.Namespace) -> int:
     if args.junit:
         writable_file(args.junit, "--junit")
     console.print(f"[bold]test[/] {spec.name}  seed={spec.seed}  inventory={inv.path}")
-    with Engine(inv, args.store, console, args.spark_master) as engine:
+    with Engine(inv, args.store, console, args.spark_master, check_server=not args.no_server) as engine:
         outcome = engine.run(spec)
     print_verdict(console, outcome.results, outcome.run_dir)
     console.print("  phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in outcome.phases.items())

@@ -66,22 +66,31 @@ def test_check_on_the_server_then_stop_and_teardown(histories: list[str], tmp_pa
                       for (out, _), _ in outs)
         assert said == ["running", "started"], outs
         assert all(f"pid {st.pid}" in out for (out, _), _ in outs), outs
-        on_server = harness("check", "--json", *histories)
+        # `harness run` hands its check to the server too (and keeps no Spark session of its own)
+        run = harness("run", "--store", str(tmp_path / "store"), "--time-limit", "10", "--seed", "1")
+        assert run.returncode == 0 and f"check on the check server (pid {st.pid}" in run.stdout, run.stdout + run.stderr
+        run_dir = next((tmp_path / "store").glob("*/*/results.json")).parent
+        on_server = harness("check", "--json", *histories, str(run_dir))
         assert f"on the check server (pid {st.pid}" in on_server.stderr
-        in_process = harness("check", "--json", "--no-server", *histories)
+        in_process = harness("check", "--json", "--no-server", *histories, str(run_dir))
         assert "check server" not in in_process.stderr
         assert on_server.returncode == in_process.returncode == 1, on_server.stderr
         rows = [json.loads(x) for x in on_server.stdout.splitlines() if x.startswith("{")]
         assert rows == [json.loads(x) for x in in_process.stdout.splitlines() if x.startswith("{")]
-        assert [r["checkers"]["single_registrant"]["valid"] for r in rows] == [True, False]
-        assert rows[1]["valid"] is False
+        assert [r["checkers"]["single_registrant"]["valid"] for r in rows] == [True, False, True]
+        assert rows[1]["valid"] is False and rows[2]["valid"] is True
+        # the run's own verdicts (checked on the server) are the in-process check's
+        stored = json.loads((run_dir / "results.json").read_text())
+        assert {n: c["valid"] for n, c in stored["checkers"].items()} == \
+            {n: c["valid"] for n, c in rows[2]["checkers"].items()}
         # bad input on the server: the same one-line error, exit 254, and the server keeps serving
         bad = tmp_path / "malformed.jsonl"
         bad.write_text(Path(histories[0]).read_text() + "not json\n" + Path(histories[0]).read_text())
         p = harness("check", str(bad))
         assert p.returncode == 254 and f"{bad}:" in p.stderr and len(p.stderr.strip().splitlines()) == 2, p.stderr
         status = harness("check-server", "status")
-        assert status.returncode == 0 and "2 check(s) served" in status.stdout, status.stdout
+        # the run's; the check's two (the run's history with its stored margin, the others with none); the bad one
+        assert status.returncode == 0 and "4 check(s) served" in status.stdout, status.stdout
     finally:
         stopped = harness("check-server", "stop")
     assert f"pid {st.pid} stopped" in stopped.stdout

@@ -1,4 +1,5 @@
-"""Which `harness check` calls go to a running check server (harness.commands.check._server_for) and how a
+"""Which `harness check` calls and runs go to a running check server (harness.commands.check._server_for,
+harness.effects.check_server_for) and how a
 stale server record is handled (harness.checkserver.read_state), and which temporary directories (a batch
 server's warm-up stores, a Spark driver's files) `harness teardown` removes: plain data, no server."""
 
@@ -10,12 +11,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from base.localstate import process_start_time
 from checkers.spark import SCRATCH_PREFIX
 from harness import checkserver as server
+from harness import effects
 from harness.analysis.job import WARM_UP_PREFIX
 from harness.commands import check as command
 
@@ -38,12 +41,36 @@ def test_project_histories_go_to_the_server(running: server.ServerState) -> None
     assert command._server_for(args(), ["jsonl", "jsonl"]) is running
     assert command._server_for(args(spark_master="local[*]"), ["jsonl"]) is running
     assert command._server_for(args(local=True), ["jsonl", "porcupine-kv"]) is running
+    assert command._server_for(args(skip_damaged=True), ["jsonl"]) is running  # the request carries it
+
+
+def engine(**kw: object) -> SimpleNamespace:
+    base = dict(use_check_server=True, spark_master=None, _spark_future=None)
+    return SimpleNamespace(**{**base, **kw})
+
+
+def spec(local_check: bool = False) -> SimpleNamespace:
+    return SimpleNamespace(local_check=local_check)
+
+
+def test_a_run_checks_on_the_server(running: server.ServerState) -> None:
+    assert effects.check_server_for(engine(), spec()) is running
+    assert effects.check_server_for(engine(spark_master="local[*]"), spec()) is running
+
+
+@pytest.mark.parametrize("eng,local", [
+    (dict(use_check_server=False), False),  # --no-server
+    (dict(), True),  # a local check needs no Spark
+    (dict(_spark_future=object()), False),  # the engine's own session is up (a warm engine): as quick
+    (dict(spark_master="spark://127.0.0.1:7077"), False),  # another master than the server's
+])
+def test_a_run_checks_in_process_otherwise(running: server.ServerState, eng: dict, local: bool) -> None:
+    assert effects.check_server_for(engine(**eng), spec(local)) is None
 
 
 @pytest.mark.parametrize("kw,fmts", [
     (dict(no_server=True), ["jsonl"]),
     (dict(parquet="out"), ["jsonl"]),
-    (dict(skip_damaged=True), ["jsonl"]),  # the server refuses damage: it takes no such option
     (dict(), ["jsonl", "knossos"]),  # a reference history on Spark: this process starts Spark anyway
     (dict(spark_master="spark://127.0.0.1:7077"), ["jsonl"]),  # another master than the server's
 ])
