@@ -147,7 +147,12 @@ def _maven_error(output: str) -> str:
 
 def fetch_kafka(version: str, cache: Path = KAFKA_CACHE, mvn: str = "mvn", timeout: float = 900.0) -> Path:
     """The directory of Kafka VERSION's server jars, resolved with Maven on first use and cached
-    (``cache/VERSION/libs``, complete when ``cache/VERSION/.complete`` exists)."""
+    (``cache/VERSION/libs``, complete when ``cache/VERSION/.complete`` exists). Concurrent first uses
+    (the suite's two workers) take turns on a lock file beside the cache: the second finds the
+    first's. Both resolving, the second replaced the first's ``libs`` while a broker was being
+    installed from it (CI: lz4-java's jar gone mid-copy)."""
+    import fcntl
+
     parse_version(version)
     home = cache / version
     libs = home / "libs"
@@ -155,13 +160,18 @@ def fetch_kafka(version: str, cache: Path = KAFKA_CACHE, mvn: str = "mvn", timeo
         return libs
     if shutil.which(mvn) is None:
         raise UsageError(f"Kafka {version}: Maven ({mvn}) is not installed; `make install` installs it")
-    home.mkdir(parents=True, exist_ok=True)
-    try:
-        return _resolve(version, home, libs, mvn, timeout)
-    except BaseException:
-        if not (home / ".complete").exists():
-            shutil.rmtree(home, ignore_errors=True)  # nothing half-fetched stays in the cache
-        raise
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / f".{version}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        if _cached(home, libs):
+            return libs
+        home.mkdir(parents=True, exist_ok=True)
+        try:
+            return _resolve(version, home, libs, mvn, timeout)
+        except BaseException:
+            if not (home / ".complete").exists():
+                shutil.rmtree(home, ignore_errors=True)  # nothing half-fetched stays in the cache
+            raise
 
 
 def _cached(home: Path, libs: Path) -> bool:

@@ -194,3 +194,34 @@ def test_a_process_without_a_recorded_status_says_it_exited(tmp_path: Path) -> N
     err = p.exited_error("before it registered")
     assert str(err) == "b2: process exited before it registered; its log ends: Traceback (most recent call last): | " \
                        "ValueError: boom"
+
+
+FAKE_MVN = """#!/bin/sh
+# stands in for Maven: writes a Kafka jar and a 3.5 ZooKeeper client into -DoutputDirectory, slowly
+echo run >> "$0.calls"
+for a in "$@"; do case "$a" in -DoutputDirectory=*) out="${a#-DoutputDirectory=}";; esac; done
+sleep 1
+mkdir -p "$out" && touch "$out/kafka_2.12-2.8.2.jar" "$out/zookeeper-3.5.9.jar" "$out/lz4-java-1.7.1.jar"
+"""
+
+
+def test_two_first_fetches_at_once_resolve_once_and_share_the_cache(tmp_path) -> None:  # noqa: ANN001
+    """The suite's two workers asking for one release on a fresh machine: the second waits for the
+    first's cache instead of replacing its ``libs`` under a broker being installed from it."""
+    import threading
+
+    from base.components.kafka import fetch_kafka
+
+    mvn = tmp_path / "mvn"
+    mvn.write_text(FAKE_MVN)
+    mvn.chmod(0o755)
+    got: list[object] = []
+    fetchers = [threading.Thread(target=lambda: got.append(fetch_kafka("2.8.2", tmp_path / "cache", mvn=str(mvn))))
+                for _ in range(2)]
+    for t in fetchers:
+        t.start()
+    for t in fetchers:
+        t.join()
+    libs = tmp_path / "cache" / "2.8.2" / "libs"
+    assert got == [libs, libs] and (libs / "lz4-java-1.7.1.jar").exists()
+    assert (tmp_path / "mvn.calls").read_text().splitlines() == ["run"]
