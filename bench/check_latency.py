@@ -10,11 +10,12 @@ load from other processes falls on both alike:
 1. bare: ``SparkSession.builder.master("local[*]").getOrCreate()`` then ``spark.range(1).count()``,
    with Spark's defaults (the yardstick of issue 13: the check's target is <= 1.2x this);
 2. check: ``harness check PATH --json --no-server`` (the CLI, as a user runs it, checking in its own
-   process: JVM start included);
+   process: JVM start included); then the same with ``HARNESS_CHECK_LANES=1``, the checkers one
+   after another instead of their lanes at once (docs/checking.md, "Lanes");
 3. server: ``harness check PATH --json`` from a fresh process while a check server
    (``harness check-server start``, started once before the rounds and stopped after them; its
    start-up is printed apart) holds a warm session;
-4. breakdown: the same check in-process, timed by step: Python imports, SparkSession start
+4. breakdown: the same check in-process, one lane at a time (so the steps add up), timed by step: Python imports, SparkSession start
    (``checkers.spark.get_spark``: JVM, context, the project's settings), loading the history
    (``checkers.events_df.load``) and every checker in report order
    (``checkers.project.check_histories(timings=...)``; a family's shared job is paid by its first
@@ -38,6 +39,7 @@ from pathlib import Path
 from spark_up import jvm_cpu  # bench/ is on sys.path: this script's directory
 
 from base.parsing import summary
+from checkers.project import LANES_ENV
 from harness.phases import sigterm_as_interrupt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,9 +63,10 @@ def default_path() -> Path:
     return runs[-1].parent
 
 
-def timed(argv: list[str]) -> tuple[float, str]:
+def timed(argv: list[str], **extra_env: str) -> tuple[float, str]:
     """(wall seconds, stdout) of a fresh process; its exit code must be 0-2 (a verdict)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH")) if x),
+           **extra_env}
     t0 = time.perf_counter()
     p = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
@@ -113,7 +116,7 @@ def main() -> int:
         print(f"check_latency: {path}: no such file or directory", file=sys.stderr)
         return 254
     py = sys.executable
-    bare, bare_cpu, check, served, steps = [], [], [], [], []
+    bare, bare_cpu, check, one_lane, served, steps = [], [], [], [], [], []
     verdict = "-"
     from harness import checkserver as server
 
@@ -127,14 +130,19 @@ def main() -> int:
             wall, out = timed([py, "-c", CHECK, "check", str(path), "--json", "--no-server"])
             check.append(wall)
             verdict = json.loads(out.splitlines()[-1])["valid"]
+            wall, out = timed([py, "-c", CHECK, "check", str(path), "--json", "--no-server"], **{LANES_ENV: "1"})
+            one_lane.append(wall)
+            if json.loads(out.splitlines()[-1])["valid"] != verdict:
+                raise SystemExit("the check one lane at a time gives another verdict than with its lanes at once")
             wall, out = timed([py, "-c", CHECK, "check", str(path), "--json"])
             served.append(wall)
             if json.loads(out.splitlines()[-1])["valid"] != verdict:
                 raise SystemExit("the check server's verdict differs from the in-process check's")
-            _, out = timed([py, str(Path(__file__).resolve()), "--breakdown", str(path)])
+            # one lane at a time: each step's seconds are its own, and they add up
+            _, out = timed([py, str(Path(__file__).resolve()), "--breakdown", str(path)], **{LANES_ENV: "1"})
             steps.append(json.loads(out.splitlines()[-1]))
-            print(f"round {i + 1}/{args.repeat}: bare {bare[-1]:.1f} s, harness check {check[-1]:.1f} s, "
-                  f"on the check server {served[-1]:.1f} s", flush=True)
+            print(f"round {i + 1}/{args.repeat}: bare {bare[-1]:.1f} s, harness check {check[-1]:.1f} s "
+                  f"({one_lane[-1]:.1f} s one lane at a time), on the check server {served[-1]:.1f} s", flush=True)
     finally:
         if ours:
             server.stop()
@@ -147,6 +155,8 @@ def main() -> int:
     print(f"{'bare SparkSession + range(1).count':<34}{b:>9.2f}{1.0:>9.2f}")
     sv = statistics.median(served)
     print(f"{'harness check PATH (in-process)':<34}{c:>9.2f}{c / b:>9.2f}   (target <= 1.20)")
+    ol = statistics.median(one_lane)
+    print(f"{'  the same, one lane at a time':<34}{ol:>9.2f}{ol / b:>9.2f}   (${LANES_ENV}=1: the checkers one after another)")
     print(f"{'harness check PATH (check server)':<34}{sv:>9.2f}{sv / b:>9.2f}   (target <= 1.20; the server "
           f"{'started' if ours else 'was already running'}{f' once in {server_up:.1f} s' if ours else ''})")
     cpu = {k: statistics.median(s["cpu"][k] for s in steps) for k in steps[-1]["cpu"]}
@@ -155,7 +165,8 @@ def main() -> int:
     print(f"{'bare: session + range(1).count':<34}{bc:>9.2f}{1.0:>9.2f}")
     print(f"{'check: session start':<34}{cpu['spark_session']:>9.2f}{cpu['spark_session'] / bc:>9.2f}")
     print(f"{'check: load + checkers':<34}{cpu['check']:>9.2f}{cpu['check'] / bc:>9.2f}")
-    print("\nbreakdown of the check in one cold process (in-process steps; wall above adds interpreter start/exit)")
+    print("\nbreakdown of the check in one cold process, one lane at a time (in-process steps; wall above adds "
+          "interpreter start/exit)")
     names = list(steps[-1]["steps"])
     med = {n: statistics.median(s["steps"].get(n, 0.0) for s in steps) for n in names}
     total = sum(med.values())

@@ -11,6 +11,10 @@
 * ``needs`` (optional, ``needs_of``): the fields it cannot decide without (``history.Need``). An
   event lacking one is never read as data: the checker's verdict on that history is ``unknown``,
   citing the event (``checkers.project``), whatever its plan made of the gap.
+* ``lane`` (optional, ``lane_of``; default the checker's class): checkers of one lane run one after
+  the other, in report order; on run-sized input on Spark the lanes run at once, on threads
+  (``checkers.project``). Checkers that share a pass (``Events.shared``) name one lane, so none
+  waits on another's pass.
 
 ``Events`` is one check call's input: the histories' rows of the kinds the selected checkers read,
 either as a Spark DataFrame (``frame``) or as dicts with the same keys (``rows``). Checkers of one
@@ -20,7 +24,9 @@ family share a pass over them (the Spark plans collected as one job, the per-bro
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -45,6 +51,11 @@ def needs_of(checker: Checker) -> tuple[Need, ...]:
     return tuple(dict.fromkeys([*(n for n in derived if n is not None), *getattr(checker, "needs", ())]))
 
 
+def lane_of(checker: Checker) -> str:
+    """The lane a checker runs in: its ``lane``, else its class's name."""
+    return getattr(checker, "lane", None) or type(checker).__name__
+
+
 @runtime_checkable
 class Checker(Protocol):
     name: str
@@ -61,12 +72,24 @@ class Events:
     frame: DataFrame | None = None  # on Spark
     rows: list[dict[str, Any]] | None = None  # locally
     small: bool = True  # run-sized: the frame is one in-memory partition (``checkers.plans``)
-    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+    _memo: dict[Any, Future[Any]] = field(default_factory=dict, repr=False)
+    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def once(self, key: Any, compute: Callable[[], Any]) -> Any:
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
+        """``compute()`` the first time ``key`` is asked for; its value (or what it raised) every
+        time. Lanes on threads (``lane_of``) asking at once: one computes, the others wait for it."""
+        with self._memo_lock:
+            done = self._memo.get(key)
+            mine = done is None
+            if mine:
+                done = self._memo[key] = Future()
+        assert done is not None
+        if mine:
+            try:
+                done.set_result(compute())
+            except BaseException as e:
+                done.set_exception(e)
+        return done.result()
 
     def shared(self, me: Checker, family: type, compute: Callable[[tuple[Any, ...]], Any]) -> Any:
         """``compute(group)`` once for the selected checkers of ``me``'s family (instances of

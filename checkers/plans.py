@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from checkers.checker import Events, Reads, columns
 from checkers.result import Result, anomaly, result
@@ -46,6 +46,7 @@ MAX_ANOMALIES_PER_CHECKER = 20
 
 @dataclass(frozen=True)
 class PlanChecker:
+    lane: ClassVar[str] = "plans"  # one collect for the family (``collect``)
     name: str
     reads: Reads
     plan: Callable[[DataFrame], DataFrame]

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from base.errors import UsageError
 from checkers.cds import TRAINED_ON
-from checkers.checker import Checker, Events, needs_of, union
+from checkers.checker import Checker, Events, lane_of, needs_of, union
 from checkers.fencing import (
     BOUNCE_HANDLING,
     CONTROL_REQUEST_EPOCHS,
@@ -92,6 +93,8 @@ def check_histories(paths: Sequence[str], *, spark: SparkSession | Callable[[], 
     ``timings``, when given, receives the seconds each step took: ``session`` (getting the
     SparkSession), ``load`` (reading and projecting the histories) and one entry per checker, in
     order (a checker family's shared job is paid by its first checker: ``bench/check_latency.py``).
+    With lanes at once (``lane_threads``, run-sized input on Spark) the checkers' entries overlap;
+    ``$HARNESS_CHECK_LANES=1`` makes them add up.
 
     ``spark`` may be a zero-argument callable: it is called only when some checker needs Spark
     (``local=False``, or a selected checker without a local driver); ``None`` uses the shared
@@ -154,14 +157,68 @@ def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, in
              timings: dict[str, float] | None = None,
              cancelled: Callable[[], bool] | None = None,
              lacking: dict[str, list[Lacking]] | None = None) -> dict[str, Result]:
-    per = {}
-    for c in selected:
-        if cancelled is not None and cancelled():
-            break
-        with _timed(timings, c.name):
-            per[c.name] = undecided(c, c.check(events), lacking or {})
-    return {p: compose({name: r[p] for name, r in per.items()}, events=counts.get(p, 0), model=MODEL)
+    per: dict[str, dict[str, Result]] = {}
+
+    def run(lane: list[Checker]) -> None:
+        for c in lane:
+            if cancelled is not None and cancelled():
+                return
+            with _timed(timings, c.name):
+                per[c.name] = undecided(c, c.check(events), lacking or {})
+
+    lanes = _lanes(selected)
+    width = lane_threads() if events.frame is not None and events.small else 1
+    if width <= 1 or len(lanes) <= 1:
+        for lane in lanes:
+            run(lane)
+    else:
+        _run_lanes(lanes, run, width, events.frame.sparkSession)
+    ordered = {c.name: per[c.name] for c in selected if c.name in per}
+    return {p: compose({name: r[p] for name, r in ordered.items()}, events=counts.get(p, 0), model=MODEL)
             for p in events.paths}
+
+
+LANES_ENV = "HARNESS_CHECK_LANES"  # lanes at once on run-sized input; 1: one checker after another
+
+
+def lane_threads() -> int:
+    """How many lanes run at once on run-sized input: ``$HARNESS_CHECK_LANES``, else one per core (at
+    least two). On a cold JVM a check uses about one core: a run's check, ``harness check`` and the
+    check server's request wait on plan analysis and single-partition jobs that leave the other idle."""
+    raw = os.environ.get(LANES_ENV)
+    if raw is None:
+        return max(2, os.cpu_count() or 2)
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        raise UsageError(f"${LANES_ENV}: {raw!r} is not a number of lanes (1 runs the checkers one after another)") from None
+
+
+def _lanes(selected: tuple[Checker, ...]) -> list[list[Checker]]:
+    """The selected checkers by lane (``lane_of``), each in report order; the lanes with the most
+    checkers first (a family's shared pass is the long step), then in report order."""
+    by: dict[str, list[Checker]] = {}
+    for c in selected:
+        by.setdefault(lane_of(c), []).append(c)
+    return sorted(by.values(), key=lambda lane: -len(lane))
+
+
+def _run_lanes(lanes: list[list[Checker]], run: Callable[[list[Checker]], None], width: int,
+               spark: SparkSession) -> None:
+    """``run`` each lane on threads, ``width`` at once, under the settings for one in-memory partition
+    (``checkers.plans.single_partition_conf``) for the whole call: the settings are session-wide, so
+    without this a lane's jobs would be planned with them or without, depending on whether the plans'
+    lane was collecting at that moment. The first error raised in a lane is raised here, after the
+    others end."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from checkers.plans import single_partition_conf
+
+    with single_partition_conf(spark), ThreadPoolExecutor(min(width, len(lanes)),
+                                                         thread_name_prefix="zkfence-lane") as pool:
+        done = [pool.submit(run, lane) for lane in lanes]
+    for f in done:
+        f.result()
 
 
 def undecided(checker: Checker, results: dict[str, Result], lacking: dict[str, list[Lacking]]) -> dict[str, Result]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from checkers.checker import Events, Reads
 from checkers.plans import MAX_ANOMALIES_PER_CHECKER, F, PlanChecker, _result, collect
@@ -199,6 +199,7 @@ class QueueCheck:
     """One queue checker (its name, reads and needs those of ``old``): on large input its results
     come from the shared pass; on run-sized input from ``old``, the plan (or ``Unseen``)."""
 
+    lane: ClassVar[str] = "queue"  # the family's plans, or the pass, once (``Events.shared``)
     old: PlanChecker | Unseen
     local: bool = False
 

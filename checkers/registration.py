@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from checkers.checker import Events
 from checkers.result import UNKNOWN, Result, anomaly, result
@@ -57,6 +57,7 @@ class EpochsPartial:
 
 @dataclass(frozen=True)
 class RegistrationEpochs:
+    lane: ClassVar[str] = "sweep"  # the per-broker sweep, once for both (``checkers.sweep``)
     name: str = "registration_epochs"
     reads: dict[str, tuple[str, ...]] = field(default_factory=lambda: {
         "register": ("broker_id", "czxid", "epoch", "session_id"),
@@ -132,6 +133,7 @@ class LivenessPartial:
 
 @dataclass(frozen=True)
 class RegistrationLiveness:
+    lane: ClassVar[str] = "sweep"
     margin_ms: int = DEFAULT_MARGIN_MS
     name: str = "registration_liveness"
     reads: dict[str, tuple[str, ...]] = field(default_factory=lambda: {

@@ -38,6 +38,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -267,15 +268,44 @@ def _jars_the_session_dropped(spark: SparkSession) -> list[str]:
 @contextlib.contextmanager
 def session_conf(spark: SparkSession, conf: Mapping[str, str | None]) -> Iterator[None]:
     """The session's SQL settings ``conf`` for the block (``None``: unset, Spark's default), then
-    restored."""
-    saved = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        _set_conf(spark, k, v)
+    restored. Blocks may overlap on threads (a check's lanes, a warm-up a check overtook): each key's
+    value is that of the latest block still holding it, and the value before the first comes back
+    when the last ends. Saving and restoring per block instead, two overlapping blocks could leave
+    the session with the first one's settings for good."""
+    session = getattr(getattr(spark, "_jsparkSession", None), "_target_id", None) or id(spark)
+    hold = object()
+    with _conf_lock:
+        for k, v in conf.items():
+            held = _conf_holds.setdefault((session, k), _Held(spark.conf.get(k, None)))
+            held.holds.append((hold, v))
+            _set_conf(spark, k, v)
     try:
         yield
     finally:
-        for k, v in saved.items():
-            _set_conf(spark, k, v)
+        with _conf_lock:
+            for k in conf:
+                held = _conf_holds[(session, k)]
+                before = held.value()
+                held.holds = [(h, v) for h, v in held.holds if h is not hold]
+                if not held.holds:
+                    del _conf_holds[(session, k)]
+                if held.value() != before:
+                    _set_conf(spark, k, held.value())
+
+
+@dataclass
+class _Held:
+    """One session setting some ``session_conf`` blocks hold: its value before them, then theirs."""
+
+    original: str | None
+    holds: list[tuple[object, str | None]] = field(default_factory=list)
+
+    def value(self) -> str | None:
+        return self.holds[-1][1] if self.holds else self.original
+
+
+_conf_lock = threading.Lock()
+_conf_holds: dict[tuple[object, str], _Held] = {}
 
 
 def _set_conf(spark: SparkSession, key: str, value: str | None) -> None:

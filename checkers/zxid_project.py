@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from checkers.checker import Events
 from checkers.result import Result, anomaly, result
@@ -73,6 +73,7 @@ def _ops(events: Events) -> Any:
 
 @dataclass(frozen=True)
 class ZxidRealtime:
+    lane: ClassVar[str] = "zxid"  # the operations, built once for both (``_ops``)
     skew: float = DEFAULT_SKEW
     name: str = "zxid_realtime"
     reads: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(OPS_READS))
@@ -86,6 +87,7 @@ class ZxidRealtime:
 
 @dataclass(frozen=True)
 class ZxidReplay:
+    lane: ClassVar[str] = "zxid"
     name: str = "zxid_replay"
     reads: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(OPS_READS))
     local: bool = False
