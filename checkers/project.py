@@ -169,8 +169,7 @@ def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, in
     lanes = _lanes(selected)
     width = lane_threads() if events.frame is not None and events.small else 1
     if width <= 1 or len(lanes) <= 1:
-        for lane in lanes:
-            run(lane)
+        run(list(selected))  # one after another, in report order
     else:
         _run_lanes(lanes, run, width, events.frame.sparkSession)
     ordered = {c.name: per[c.name] for c in selected if c.name in per}
