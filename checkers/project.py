@@ -9,6 +9,7 @@ and never starts it. The run engine and ``harness check`` both call it.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -158,10 +159,11 @@ def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, in
              cancelled: Callable[[], bool] | None = None,
              lacking: dict[str, list[Lacking]] | None = None) -> dict[str, Result]:
     per: dict[str, dict[str, Result]] = {}
+    halted = threading.Event()  # another lane failed, or the caller was interrupted
 
     def run(lane: list[Checker]) -> None:
         for c in lane:
-            if cancelled is not None and cancelled():
+            if halted.is_set() or (cancelled is not None and cancelled()):
                 return
             with _timed(timings, c.name):
                 per[c.name] = undecided(c, c.check(events), lacking or {})
@@ -171,7 +173,7 @@ def _compose(selected: tuple[Checker, ...], events: Events, counts: dict[str, in
     if width <= 1 or len(lanes) <= 1:
         run(list(selected))  # one after another, in report order
     else:
-        _run_lanes(lanes, run, width, events.frame.sparkSession)
+        _run_lanes(lanes, run, width, events.frame.sparkSession, halted)
     ordered = {c.name: per[c.name] for c in selected if c.name in per}
     return {p: compose({name: r[p] for name, r in ordered.items()}, events=counts.get(p, 0), model=MODEL)
             for p in events.paths}
@@ -203,21 +205,27 @@ def _lanes(selected: tuple[Checker, ...]) -> list[list[Checker]]:
 
 
 def _run_lanes(lanes: list[list[Checker]], run: Callable[[list[Checker]], None], width: int,
-               spark: SparkSession) -> None:
+               spark: SparkSession, halted: threading.Event) -> None:
     """``run`` each lane on threads, ``width`` at once, under the settings for one in-memory partition
     (``checkers.plans.single_partition_conf``) for the whole call: the settings are session-wide, so
     without this a lane's jobs would be planned with them or without, depending on whether the plans'
-    lane was collecting at that moment. The first error raised in a lane is raised here, after the
-    others end."""
-    from concurrent.futures import ThreadPoolExecutor
+    lane was collecting at that moment. The first error raised in a lane is raised here; that error,
+    or an interrupt of the caller (Ctrl-C, SIGTERM), sets ``halted``, so the other lanes stop after
+    the checker each is running instead of holding the interrupted process up to the end."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from checkers.plans import single_partition_conf
 
-    with single_partition_conf(spark), ThreadPoolExecutor(min(width, len(lanes)),
-                                                         thread_name_prefix="zkfence-lane") as pool:
-        done = [pool.submit(run, lane) for lane in lanes]
-    for f in done:
-        f.result()
+    pool = ThreadPoolExecutor(min(width, len(lanes)), thread_name_prefix="zkfence-lane")
+    try:
+        with single_partition_conf(spark):
+            for f in as_completed([pool.submit(run, lane) for lane in lanes]):  # a failure as soon as it happens
+                f.result()
+    except BaseException:
+        halted.set()
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def undecided(checker: Checker, results: dict[str, Result], lacking: dict[str, list[Lacking]]) -> dict[str, Result]:

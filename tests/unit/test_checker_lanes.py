@@ -148,3 +148,32 @@ def test_nested_settings_blocks_restore_the_outer_value_then_the_original() -> N
             assert spark.conf.get(key) == "8" and spark.conf.get(unset) is None
         assert spark.conf.get(key) == "1" and spark.conf.get(unset) == "false"
     assert spark.conf.get(key) == "4" and spark.conf.get(unset) is None
+
+
+def test_a_failed_lane_stops_the_others_after_their_current_checker() -> None:
+    """The error is raised to the caller, and a lane not yet past its first checker runs no second."""
+    ran: list[str] = []
+
+    class Probe:
+        local = False
+        reads: dict = {}
+
+        def __init__(self, name: str, lane: str, fail: bool = False) -> None:
+            self.name, self.lane, self.fail = name, lane, fail
+
+        def check(self, events: Events) -> dict:
+            time.sleep(0.3 if not self.fail else 0.05)
+            ran.append(self.name)
+            if self.fail:
+                raise RuntimeError(f"{self.name} broke")
+            return {p: {"valid": True, "anomalies": [], "stats": {}} for p in events.paths}
+
+    class Frame:
+        sparkSession = FakeSession()
+
+    selected = (Probe("slow1", "x"), Probe("slow2", "x"), Probe("bad", "y", fail=True))
+    events = Events(paths=("h",), selected=selected, frame=Frame(), small=True)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="bad broke"):
+        project._compose(selected, events, {"h": 0})  # type: ignore[arg-type]
+    time.sleep(0.5)  # what the first lane would have run by now
+    assert "slow2" not in ran and "bad" in ran, ran
