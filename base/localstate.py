@@ -5,8 +5,10 @@ check`) can use it without importing the cluster's SSH and ZooKeeper clients."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 STATE_ENV = "ZKFENCE_STATE_DIR"  # another place for it: a control node of its own (a test worker's)
@@ -22,6 +24,19 @@ ENGINE_PREFIX = "zkfence-engine-"
 JAVAC_PREFIX = "zkfence-javac-"
 DOCTOR_PREFIX = "zkfence-doctor-"
 KAFKA_LOGS_PREFIX = "zkfence-kafka-logs-"
+
+
+@contextlib.contextmanager
+def taking_turns(lock: Path) -> Iterator[None]:
+    """The block run by one process at a time, among those that name ``lock`` (created, with its
+    directory, if missing): an exclusive ``flock``, released when the file closes, also if the
+    process dies holding it."""
+    import fcntl
+
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def process_start_time(pid: int) -> int | None:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from base.errors import EnvironmentFailed, UsageError
-from base.localstate import STATE_DIR, owner_alive, process_start_time
+from base.localstate import STATE_DIR, owner_alive, process_start_time, taking_turns
 from base.remote import kill_local_pid
 
 STATE = STATE_DIR / "check-server" / "server.json"  # beside the run states `harness teardown` reads
@@ -140,11 +140,7 @@ def start(master: str | None = None, idle_timeout: float = DEFAULT_IDLE_TIMEOUT_
     (the running one's, False) if there is one already. Concurrent starts take turns (a lock file
     beside the record): the second finds the first's server, where both used to start one and wait
     for a record the other overwrote."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name("start.lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+    with taking_turns(path.with_name("start.lock")):
         running = read_state(path)
         if running is not None:
             return running, False

@@ -48,7 +48,7 @@ from pathlib import Path
 
 from base.components.process import EXIT_LOG_LINES, RemoteProcess
 from base.errors import EXIT_BAD_INPUT, UsageError
-from base.localstate import KAFKA_LOGS_PREFIX, owned_tempdir
+from base.localstate import KAFKA_LOGS_PREFIX, owned_tempdir, taking_turns
 from base.remote import Remote, RemoteError
 from base.wait import wait_until
 from history import Event
@@ -151,8 +151,6 @@ def fetch_kafka(version: str, cache: Path = KAFKA_CACHE, mvn: str = "mvn", timeo
     (the suite's two workers) take turns on a lock file beside the cache: the second finds the
     first's. Both resolving, the second replaced the first's ``libs`` while a broker was being
     installed from it (CI: lz4-java's jar gone mid-copy)."""
-    import fcntl
-
     parse_version(version)
     home = cache / version
     libs = home / "libs"
@@ -160,9 +158,7 @@ def fetch_kafka(version: str, cache: Path = KAFKA_CACHE, mvn: str = "mvn", timeo
         return libs
     if shutil.which(mvn) is None:
         raise UsageError(f"Kafka {version}: Maven ({mvn}) is not installed; `make install` installs it")
-    cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / f".{version}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+    with taking_turns(cache / f".{version}.lock"):
         if _cached(home, libs):
             return libs
         home.mkdir(parents=True, exist_ok=True)
