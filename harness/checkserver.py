@@ -93,6 +93,15 @@ def read_state(path: Path = STATE) -> ServerState | None:
     return st
 
 
+def serving(master: str | None, batch: bool = False) -> ServerState | None:
+    """The running server whose session has ``master`` (``--spark-master``, else as a session
+    resolves it), a batch one when ``batch``; None if there is none such."""
+    from checkers.spark import resolve_master
+
+    st = read_state()
+    return st if st is not None and st.master == resolve_master(master) and (st.batch or not batch) else None
+
+
 def request(st: ServerState, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
     """Send one request and wait for its reply (``timeout`` None: as long as the check takes)."""
     with Client(st.address, authkey=bytes.fromhex(st.key)) as conn:

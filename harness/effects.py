@@ -72,13 +72,11 @@ def check_server_for(engine: Any, spec: TestSpec) -> Any:
     """The running check server (``harness check-server``) that takes this run's check, as ``harness
     check`` hands it one: same Spark master, a check on Spark, and no session of the engine's own yet
     (a warm one is as quick). None: the check runs in this process."""
-    if not engine.use_check_server or spec.local_check or engine._spark_future is not None:
+    if not engine.use_check_server or spec.local_check or engine.spark_started:
         return None
-    from checkers.spark import resolve_master
     from harness import checkserver
 
-    st = checkserver.read_state()
-    return st if st is not None and st.master == resolve_master(engine.spark_master) else None
+    return checkserver.serving(engine.spark_master)
 
 
 def _warm_spark_unless_local(engine: Any, spec: TestSpec) -> None:

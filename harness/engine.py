@@ -160,14 +160,15 @@ class Engine:
             from checkers.project import warm_up, warm_up_wanted
             from checkers.spark import start_spark_in_background
 
-            # A run's history is run-sized: a JVM tuned for start-up (checkers.spark.QUICK_JVM), its
-            # JIT warmed on a built-in history while the cluster plays: on an idle 2-core machine
-            # `make run` went from 63.0 / 61.1 s to 54.4 / 53.9 s (bench/RESULTS.md).
-            # HARNESS_SPARK_WARM_UP=off: no warm-up, for a machine whose two cores the run itself needs
-            # (there the warm-up's CPU competed with the cluster: bench/RESULTS.md), and the test suite,
-            # whose cold engines would each spend it again.
+            # Run-sized history: a JVM tuned for start-up (checkers.spark.QUICK_JVM), its JIT warmed on a
+            # built-in history while the cluster plays (what it saves: bench/RESULTS.md). Off with
+            # HARNESS_SPARK_WARM_UP=off: a machine whose cores the run needs, the suite's cold engines.
             then = functools.partial(warm_up, cancelled=self._check_began.is_set) if warm_up_wanted() else None
             self._spark_future = start_spark_in_background(self.spark_master, quick=True, then=then)
+
+    @property
+    def spark_started(self) -> bool:  # a session of its own, started or starting
+        return self._spark_future is not None
 
     def spark(self) -> Any:
         self.warm_spark()

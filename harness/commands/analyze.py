@@ -77,10 +77,6 @@ def _server_for(args: argparse.Namespace) -> ServerState | None:
     """The running check server when it can take this job (none with ``--no-server``): started with
     ``--batch`` (a session tuned for throughput: on a latency-tuned session an ingest of 9M events took
     twice as long) and on the same master."""
-    from checkers.spark import resolve_master
     from harness import checkserver as server
 
-    if args.no_server:
-        return None
-    st = server.read_state()
-    return st if st is not None and st.batch and st.master == resolve_master(args.spark_master) else None
+    return None if args.no_server else server.serving(args.spark_master, batch=True)

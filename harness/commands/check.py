@@ -132,15 +132,11 @@ def _check_project(jsonl: list[str], check: Callable[[list[str]], dict[str, Resu
 def _server_for(args: argparse.Namespace, fmts: list[str]) -> Any:
     """The running check server when it can take this check: project histories only (reference ones
     only with --local), no --parquet, the same Spark master."""
-    from checkers.spark import resolve_master
     from harness import checkserver as server
 
     if args.no_server or args.parquet or not all(f == "jsonl" or args.local for f in fmts):
         return None
-    st = server.read_state()
-    if st is None or st.master != resolve_master(args.spark_master):
-        return None
-    return st
+    return server.serving(args.spark_master)
 
 
 def run(args: argparse.Namespace) -> int:

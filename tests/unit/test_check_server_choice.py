@@ -45,7 +45,7 @@ def test_project_histories_go_to_the_server(running: server.ServerState) -> None
 
 
 def engine(**kw: object) -> SimpleNamespace:
-    base = dict(use_check_server=True, spark_master=None, _spark_future=None)
+    base = dict(use_check_server=True, spark_master=None, spark_started=False)
     return SimpleNamespace(**{**base, **kw})
 
 
@@ -61,7 +61,7 @@ def test_a_run_checks_on_the_server(running: server.ServerState) -> None:
 @pytest.mark.parametrize("eng,local", [
     (dict(use_check_server=False), False),  # --no-server
     (dict(), True),  # a local check needs no Spark
-    (dict(_spark_future=object()), False),  # the engine's own session is up (a warm engine): as quick
+    (dict(spark_started=True), False),  # the engine's own session is up (a warm engine): as quick
     (dict(spark_master="spark://127.0.0.1:7077"), False),  # another master than the server's
 ])
 def test_a_run_checks_in_process_otherwise(running: server.ServerState, eng: dict, local: bool) -> None:
