@@ -195,6 +195,16 @@ def lane_threads() -> int:
         raise UsageError(f"${LANES_ENV}: {raw!r} is not a number of lanes (1 runs the checkers one after another)") from None
 
 
+def check_preflight(master: str | None) -> None:
+    """What a check on Spark in this process judges before any work starts: the master
+    (``checkers.spark.check_master``) and ``$HARNESS_CHECK_LANES``; a bad one is one line, exit 254,
+    not an error after a run's play."""
+    from checkers.spark import check_master
+
+    check_master(master)
+    lane_threads()
+
+
 def _lanes(selected: tuple[Checker, ...]) -> list[list[Checker]]:
     """The selected checkers by lane (``lane_of``), each in report order; the lanes with the most
     checkers first (a family's shared pass is the long step), then in report order."""

@@ -113,9 +113,9 @@ class Engine:
     def __init__(self, inventory: Inventory, store: str | Path | None = None, console: Console | None = None,
                  spark_master: str | None = None, keep_warm: bool = False, effects: Effects | None = None,
                  on_faults: Callable[[list[str]], None] | None = None, check_server: bool = True) -> None:
-        from checkers.spark import check_master
+        from checkers.project import check_preflight
 
-        check_master(spark_master)  # a master that cannot take the check fails now, not after the run
+        check_preflight(spark_master)  # a master that cannot take the check fails now, not after the run
         self.inv = inventory
         # Told the active faults ("partition n1,n2") whenever the set changes during a run's play, so a
         # campaign can show the current fault without a second copy of the schedule's clock.

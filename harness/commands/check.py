@@ -169,9 +169,10 @@ def run(args: argparse.Namespace) -> int:
     warm = None
     if need_spark:
         from checkers.events_df import small_input
-        from checkers.spark import check_master, start_spark_in_background
+        from checkers.project import check_preflight
+        from checkers.spark import start_spark_in_background
 
-        check_master(args.spark_master)
+        check_preflight(args.spark_master)
         # Run-sized input: a JVM tuned for start-up, not throughput (checkers.spark.QUICK_JVM).
         quick = small_input([h for h, _ in resolved])
         warm = start_spark_in_background(args.spark_master, quick=quick)

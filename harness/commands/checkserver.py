@@ -9,7 +9,8 @@ import time
 
 from base.bounds import MAX_BUDGET_S, finite_float
 from base.errors import UsageError
-from checkers.spark import add_master_flag, check_master
+from checkers.project import check_preflight
+from checkers.spark import add_master_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "start":
         if args.idle_timeout is not None and args.idle_timeout <= 0:
             raise UsageError("--idle-timeout must be positive")
-        check_master(args.spark_master)  # before a detached process fails where no one reads it
+        check_preflight(args.spark_master)  # before a detached process fails where no one reads it
         t0 = time.monotonic()
         try:
             st, started = server.start(args.spark_master, args.idle_timeout or server.DEFAULT_IDLE_TIMEOUT_S,

@@ -60,6 +60,19 @@ def test_a_malformed_master_is_the_flags_error(command: list[str], capsys: pytes
     assert "argument --spark-master: 'bogus://x' is not a Spark master URL" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["check", str(RUN), "--no-server"], ["run"], ["repro", "KAFKA-14845"],
+                                     ["check-server", "start"]])
+def test_a_bad_lanes_variable_is_one_line_before_anything_starts(command: list[str], tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HARNESS_CHECK_LANES", "many")
+    store = ["--store", str(tmp_path / "store")] if command[0] in ("run", "repro") else []
+    assert main([*command, *store]) == 254
+    assert _one_line(capsys) == ("harness: $HARNESS_CHECK_LANES: 'many' is not a number of lanes "
+                                 "(1 runs the checkers one after another)")
+    assert not (tmp_path / "store").exists()
+
+
 class _QuietHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
         pass  # its request log goes to stderr, where the command's one line is read
