@@ -184,8 +184,8 @@ LANES_ENV = "HARNESS_CHECK_LANES"  # lanes at once on run-sized input; 1: one ch
 
 def lane_threads() -> int:
     """How many lanes run at once on run-sized input: ``$HARNESS_CHECK_LANES``, else one per core (at
-    least two). On a cold JVM a check uses about one core: a run's check, ``harness check`` and the
-    check server's request wait on plan analysis and single-partition jobs that leave the other idle."""
+    least two). A warm session's check is mostly single-partition jobs and Python-worker waits that
+    leave a core idle; a cold JVM's compiler threads fill it already (bench/RESULTS.md)."""
     raw = os.environ.get(LANES_ENV)
     if raw is None:
         return max(2, os.cpu_count() or 2)
