@@ -208,13 +208,12 @@ def main() -> int:
         print(f"{name}: {st['ops']:,} ops, {st['parts']} keys | Porcupine check {gs:7.2f} s -> {gv} | ours on Spark "
               f"{ours_s:7.2f} s ({how}) -> {ov} | ratio ours/Porcupine {ours_s / gs:6.1f}x (target <= 1x, "
               f"then 0.5x) | verdicts {'agree' if gv == ov else 'DIFFER'}, expected {expected}", flush=True)
-        where = (f"  where: session JVM CPU {jvm_s:.1f} s (parse + pairing, shuffle, Arrow out"
-                 f"{'; with --old-path also the driver' if a.old_path else ''}); search CPU in parts "
+        where = (f"  where: session JVM CPU {jvm_s:.1f} s{' (with --old-path also the driver)' if a.old_path else ''}; "
+                 f"search CPU in parts "
                  f"{st['cpu_seconds']:.1f} s")
         if timings:
-            where += (f"; Python tasks ({timings['tasks']:.0f}, {timings['rows']:,.0f} ops): Arrow in "
-                      f"{timings['arrow_cpu']:.1f} s, building ops {timings['build_cpu']:.1f} s, search "
-                      f"{timings['search_cpu']:.1f} s CPU, the last waited {timings['wait_max']:.1f} s for its input")
+            where += (f"; in the file's task: read, parse, pair and group {timings['parse_cpu']:.1f} s CPU, "
+                      f"search on its threads {timings['search_cpu']:.1f} s CPU")
         print(f"{where}; load average {load0:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
         if res["valid"] is False:
             print(f"  ours cites: {res['anomalies'][0]['message'][:300]} {res['anomalies'][0]['event_ids']}")

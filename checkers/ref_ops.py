@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from checkers.ops import OPEN, UNKNOWN, Op
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -66,3 +68,19 @@ def part_key(files: Sequence[RefFile]) -> Column:
 
     by_key = [i for i, f in enumerate(files) if f.by_key]
     return F.when(F.col("hist").isin(by_key or [-1]), F.col("key"))
+
+
+def kv_ops(cols: dict[str, list[Any]], rows: range) -> list[Op]:
+    """The kv ops of ``rows`` as ``parsers.parse_porcupine_kv`` builds them (index: rank in the part)."""
+    a, b = rows.start, rows.stop
+    fs, keys, vals, lines = cols["f"][a:b], cols["key"][a:b], cols["val"][a:b], cols["line"][a:b]
+    done = [t == "ok" for t in cols["ret_typ"][a:b]]  # :fail, :info and never completed: open
+    rls = cols["ret_line"][a:b]
+    # column at a time (zip and comprehensions run in C), then one constructor call per op: building
+    # the ops is most of a task's Python work besides the search
+    inputs = [(f, k, None if f == "get" else v) for f, k, v in zip(fs, keys, vals, strict=True)]
+    outputs = [(rv if rf == "get" else None) if d else UNKNOWN
+               for d, rf, rv in zip(done, cols["ret_f"][a:b], cols["ret_val"][a:b], strict=True)]
+    rets = [float(r) if d else OPEN for d, r in zip(done, rls, strict=True)]
+    ret_lines = [r if d else 0 for d, r in zip(done, rls, strict=True)]
+    return list(map(Op, range(b - a), cols["proc"][a:b], fs, inputs, outputs, lines, rets, lines, ret_lines))

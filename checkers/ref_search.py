@@ -26,7 +26,7 @@ from checkers.linearizability import summarise
 from checkers.models import make_model
 from checkers.ops import OPEN, UNKNOWN, Op
 from checkers.parsers import ParseError, _etcd_value
-from checkers.ref_ops import ETCD, OPS, RefFile, ops, part_key
+from checkers.ref_ops import ETCD, OPS, RefFile, kv_ops, ops, part_key
 from checkers.result import Result
 from checkers.wgl import Part, PartResult, run_parts
 
@@ -40,22 +40,6 @@ _COLS = [c.split()[0] for c in OPS.split(", ")]
 
 class Unreadable(Exception):
     """A history's ops cannot be built here; the driver's parser decides (it reads them or names the line)."""
-
-
-def kv_ops(cols: dict[str, list[Any]], rows: range) -> list[Op]:
-    """The kv ops of ``rows`` as ``parsers.parse_porcupine_kv`` builds them (index: rank in the part)."""
-    a, b = rows.start, rows.stop
-    fs, keys, vals, lines = cols["f"][a:b], cols["key"][a:b], cols["val"][a:b], cols["line"][a:b]
-    done = [t == "ok" for t in cols["ret_typ"][a:b]]  # :fail, :info and never completed: open
-    rls = cols["ret_line"][a:b]
-    # column at a time (zip and comprehensions run in C), then one constructor call per op: building
-    # the ops is most of a task's Python work besides the search
-    inputs = [(f, k, None if f == "get" else v) for f, k, v in zip(fs, keys, vals, strict=True)]
-    outputs = [(rv if rf == "get" else None) if d else UNKNOWN
-               for d, rf, rv in zip(done, cols["ret_f"][a:b], cols["ret_val"][a:b], strict=True)]
-    rets = [float(r) if d else OPEN for d, r in zip(done, rls, strict=True)]
-    ret_lines = [r if d else 0 for d, r in zip(done, rls, strict=True)]
-    return list(map(Op, range(b - a), cols["proc"][a:b], fs, inputs, outputs, lines, rets, lines, ret_lines))
 
 
 def etcd_ops(name: str, cols: dict[str, list[Any]], rows: range) -> list[Op]:
@@ -179,6 +163,14 @@ def check_files(
 
     from pyspark.sql import functions as F
 
+    from checkers import ref_jvm
+
+    if any(ref_jvm.applies(f) for f in files):  # kv: searched in the task that reads it, in the JVM
+        got, declined = ref_jvm.check_files(spark, [f for f in files if ref_jvm.applies(f)],
+                                            budget_seconds=budget_seconds, budget_steps=budget_steps, timings=timings)
+        rest, declined_rest = check_files(spark, [f for f in files if not ref_jvm.applies(f)],
+                                          budget_seconds=budget_seconds, budget_steps=budget_steps)
+        return {**got, **rest}, sorted(declined + declined_rest)
     if not files:
         return {}, []
     sc = spark.sparkContext

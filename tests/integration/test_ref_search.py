@@ -1,7 +1,9 @@
-"""The reference histories parsed and paired in the JVM (``zkfence.RefOps``) and searched from Arrow
-columns (``checkers.ref_search``) give the ops ``checkers.parsers`` gives, and the verdicts and
-cited anomalies of ``checkers.linearizability`` over those ops: on every Porcupine history of the
-reference corpus, on the parser tests' own histories, and on odd but legal spellings; a line the
+"""The reference histories parsed and paired in the JVM (``zkfence.RefOps``), then searched from Arrow
+columns (``checkers.ref_search``) or, for the kv model, in the JVM where they are read
+(``checkers.ref_jvm``, ``zkfence.KvSearch``), give the ops ``checkers.parsers`` gives, and the
+verdicts and cited anomalies of ``checkers.linearizability`` over those ops: on every Porcupine
+history of the reference corpus, on the parser tests' own histories, on odd but legal spellings and
+(the JVM search against the Python one, part by part) on histories hypothesis writes; a line the
 JVM parser does not read sends its history back to the driver's parser, which reads it or names it.
 
 Knossos' EDN (multi-line forms) is not read by this path: ``harness check`` parses it on the driver.
@@ -13,11 +15,13 @@ import csv
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from checkers import linearizability, models, parsers, ref_ops, ref_search, udfs
+from checkers import linearizability, models, parsers, ref_jvm, ref_ops, ref_search, udfs
 from checkers.ops import Op
 from checkers.testing import shared_histories
-from checkers.wgl import Part, run_parts
+from checkers.wgl import UNKNOWN, Part, run_parts
 from tests.unit.test_checkers_parsers import ETCD
 
 pytestmark = pytest.mark.integration
@@ -179,9 +183,87 @@ def test_harness_check_takes_this_path_and_the_parser_for_the_rest(jvm, tmp_path
     out, err = capsys.readouterr()
     rows = {r["path"]: r for r in (json.loads(x) for x in out.splitlines() if x.startswith("{"))}
     assert rc == 1
-    assert rows[str(tmp_path / "kv.txt")]["stats"]["engine"] == "spark-jvm-parse"
+    assert rows[str(tmp_path / "kv.txt")]["stats"]["engine"] == "spark-jvm-search"
     assert rows[str(tmp_path / "order.txt")]["valid"] is True and rows[str(tmp_path / "order.txt")]["stats"]["engine"] == "spark"
     assert f"{tmp_path / 'bad.log'}:1:" in err
     stale = rows[str(tmp_path / "stale.log")]
     assert stale["valid"] is False and stale["anomalies"][0]["event_ids"] == [f"{tmp_path / 'stale.log'}:1",
                                                                               f"{tmp_path / 'stale.log'}:3"]
+
+
+STEPS = 200_000  # a steps budget ends a part at the same step in both searches (a CPU budget would not)
+
+
+def assert_parts_are_the_python_search(spark, files: list[ref_ops.RefFile]) -> int:  # noqa: ANN001
+    """Every key's part of every file, searched in the JVM with no early stop, against the Python search
+    of the parser's ops for that part: verdict, steps, and an illegal part's message and lines."""
+    rows = ref_jvm.part_rows(spark, files, budget_seconds=None, budget_steps=STEPS, stop_on_illegal=False)
+    assert not [r for r in rows if r.kind == "err"]
+    checked = 0
+    for h, f in enumerate(files):
+        parts = dict(models.make_model("kv").partition(parsers.load(f.path, f.fmt)[1]))
+        got = {r.key: r for r in rows if r.hist == h and r.kind == "part"}
+        assert set(got) == set(parts), f.name
+        for key, ops in parts.items():
+            (want,) = run_parts([Part(f.name, key, ops, models.make_model("kv"))], budget_seconds=None,
+                                budget_steps=STEPS)
+            r = got[key]
+            assert (ref_jvm._VALID[r.valid], r.steps, r.ops) == (want.valid, want.steps, len(ops)), (f.name, key)
+            if want.valid is False:
+                assert ref_jvm.message(r) == (want.message, want.lines), (f.name, key)
+            checked += 1
+    return checked
+
+
+def test_the_jvm_search_is_the_python_search_on_every_kv_part_of_the_corpus(jvm) -> None:  # noqa: ANN001
+    files = [f for f in corpus_files() if ref_jvm.applies(f)]
+    assert len(files) == 6
+    assert assert_parts_are_the_python_search(jvm, files) >= 58
+
+
+@st.composite
+def kv_histories(draw) -> str:  # noqa: ANN001
+    """Porcupine kv lines of a few processes on a few keys: gets that read a value some put or append
+    wrote (or not), ops that fail, time out (:info) or never complete."""
+    lines: list[str] = []
+    pending: dict[int, tuple[str, str, str | None]] = {}
+    written = ["", "a", "b"]
+    for _ in range(draw(st.integers(1, 40))):
+        p = draw(st.integers(0, 4))
+        if p in pending:
+            f, k, v = pending.pop(p)
+            typ = draw(st.sampled_from(["ok", "ok", "ok", "fail", "info"]))
+            out = draw(st.sampled_from(written)) if f == "get" else v
+            val = "nil" if out is None else f'"{out}"'
+            lines.append(f'{{:process {p}, :type :{typ}, :f :{f}, :key "{k}", :value {val}}}')
+            continue
+        f = draw(st.sampled_from(["get", "put", "append"]))
+        k = draw(st.sampled_from("xy"))
+        v = None if f == "get" else draw(st.sampled_from(["a", "b", "ab"]))
+        written.append(v or "")
+        pending[p] = (f, k, v)
+        val = "nil" if v is None else f'"{v}"'
+        lines.append(f'{{:process {p}, :type :invoke, :f :{f}, :key "{k}", :value {val}}}')
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(kv_histories(), min_size=1, max_size=3))
+def test_the_jvm_search_is_the_python_search_on_generated_histories(jvm, tmp_path: Path, texts: list[str]) -> None:  # noqa: ANN001
+    files = local_files(tmp_path, {f"h{i}.txt": t for i, t in enumerate(texts)})
+    assert_parts_are_the_python_search(jvm, files)
+
+
+def test_a_search_over_its_share_of_the_heap_is_unknown_never_valid(jvm, monkeypatch) -> None:  # noqa: ANN001
+    (f,) = [x for x in corpus_files() if x.name == "porcupine/kv/c50-ok.txt"]
+    monkeypatch.setattr(ref_jvm, "HEAP_SHARE", 1e-9)  # a few bytes: the first slice of any part passes it
+    r = ref_search.check_files(jvm, [f], budget_seconds=BUDGET)[0][f.name]
+    assert r["valid"] == UNKNOWN and r["stats"]["parts_unknown"] >= 1
+    assert "memory budget exhausted" in r["anomalies"][0]["message"]
+
+
+def test_a_put_of_nil_is_left_to_the_parser(jvm, tmp_path: Path) -> None:  # noqa: ANN001
+    (f,) = local_files(tmp_path, {"nil.txt": KV.replace(":get", ":put").replace('""', "nil")})
+    res, declined = ref_search.check_files(jvm, [f], budget_seconds=BUDGET)
+    assert declined == ["nil.txt"] and not res
+    assert parsers.load(f.path, f.fmt)[1][0].input == ("put", "7", None)

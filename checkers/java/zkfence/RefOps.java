@@ -59,12 +59,14 @@ public final class RefOps {
     private static final Line BAD = new Line(0, null, null, null, null);
 
     /** The ops of one file, in the order they are decided (completed, closed, or open at its end). */
-    private static final class FileOps implements Iterator<Row> {
+    static final class FileOps implements Iterator<Row> {
         private final int hist;
         private final boolean etcd;
         private final InputStream in;
         private final Map<Long, Object[]> pending = new HashMap<>();
         private final ArrayDeque<Row> ready = new ArrayDeque<>();
+        private final Sink sink; // null: ops become rows
+        private boolean failed = false;
         private byte[] buf = new byte[256];
         private final byte[] chunk = new byte[1 << 20];
         private int pos = 0;
@@ -73,8 +75,13 @@ public final class RefOps {
         private boolean done = false;
 
         FileOps(int hist, String path, boolean etcd) throws IOException {
+            this(hist, path, etcd, null);
+        }
+
+        private FileOps(int hist, String path, boolean etcd, Sink sink) throws IOException {
             this.hist = hist;
             this.etcd = etcd;
+            this.sink = sink;
             this.in = new FileInputStream(path);
         }
 
@@ -134,20 +141,26 @@ public final class RefOps {
         }
 
         private void error() throws IOException {
+            failed = true;
             ready.clear();
             ready.add(RowFactory.create(hist, line, null, null, null, null, null, null, null, null, true));
             finish();
         }
 
-        private Row op(Object[] inv, Long retLine, String typ, String f, String val) {
-            return RowFactory.create(hist, inv[0], inv[1], inv[2], inv[3], inv[4], retLine, typ, f, val, false);
+        private void op(Object[] inv, Long retLine, String typ, String f, String val) {
+            if (sink != null) {
+                sink.op((Long) inv[0], (Long) inv[1], (String) inv[2], (String) inv[3], (String) inv[4],
+                        retLine == null ? -1 : retLine, typ, f, val);
+                return;
+            }
+            ready.add(RowFactory.create(hist, inv[0], inv[1], inv[2], inv[3], inv[4], retLine, typ, f, val, false));
         }
 
         private void step() throws IOException {
             int n = readLine();
             if (n < 0) {
                 for (Object[] inv : pending.values()) {
-                    ready.add(op(inv, null, null, null, null)); // never completed: open
+                    op(inv, null, null, null, null); // never completed: open
                 }
                 finish();
                 return;
@@ -176,8 +189,27 @@ public final class RefOps {
                 }
                 return; // kv: a :fail or :info with nothing pending does nothing
             }
-            ready.add(op(inv, line, l.typ, l.f, l.val));
+            op(inv, line, l.typ, l.f, l.val);
         }
+    }
+
+    /** Where {@link #scan} puts each op, as decided: retLine -1 (and typ, retF, retVal null) for an open op. */
+    interface Sink {
+        void op(long line, long proc, String f, String key, String val, long retLine, String typ, String retF,
+                String retVal);
+    }
+
+    /**
+     * The ops of one file handed to {@code sink} instead of made rows (a caller that keeps them all:
+     * no Row, boxed field or array per op kept); false when the file is declined (an {@code err} row's
+     * case), after which what the sink got must be dropped.
+     */
+    static boolean scan(String path, boolean etcd, Sink sink) throws IOException {
+        FileOps ops = new FileOps(0, path, etcd, sink);
+        while (!ops.done) {
+            ops.step();
+        }
+        return !ops.failed;
     }
 
     /** End of the line's text: before a final '\r'; -1 when a byte is not printable ASCII or tab. */
