@@ -4,17 +4,18 @@ The plans of ``checkers.queue`` each join, aggregate or window the sends and rea
 (history, topic, partition) on their own: on large input five shuffles of the same rows, plus
 ``queue_unseen``'s. Here the rows every queue checker reads are projected once, in one scan
 (``project``: ok and failed sends, each record an ok read returned, final reads' completions,
-partition states), exchanged once by (history, topic, partition) and, each group sorted, walked
-once in an Arrow grouped map (``checkers.queue_walk.walk``) that finds every anomaly kind together.
-One Spark job collects the per-checker summaries of the anomalies (count and the first few, in the
-order ``checkers.plans._summary`` sorts them), the operation counts ``queue_unseen`` reports and
-the brokers' registration epochs that a lost write's message cites.
+partition states), exchanged once by (history, topic, partition) and walked once per group, finding
+every anomaly kind together: in the JVM (``zkfence.QueueWalk``, ``groupByKey``) when the session has
+the project's jar, else in an Arrow grouped map (``checkers.queue_walk.walk``); the two walks give the
+same rows. One Spark job collects the per-checker summaries of the anomalies (count and the first
+few, in the order ``checkers.plans._summary`` sorts them), the operation counts ``queue_unseen``
+reports and the brokers' registration epochs that a lost write's message cites.
 
 The anomalies are the plans' rows, message and cited ids alike (tests/integration/test_queue_pass.py
 holds the two to equality on every queue fixture and on the bench's injected anomalies). Run-sized
-input keeps the plans (``checkers.plans``: one small job each, built once per process and run again
-per check), whose latency bench/check_latency.py tracks; the pass, which needs a Python worker, has
-not been measured against them there.
+input takes the pass too when it walks in the JVM: one plan and no Python worker, where the plans
+(``checkers.plans``: one small job each, built once per process and run again per check) cost a
+cold process twice as much; without the jar it keeps the plans.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from checkers.result import Result, anomaly, result
 from history.kinds import Need
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 ROW = ("hist STRING, topic STRING, part BIGINT, tag STRING, eid STRING, idx BIGINT, off BIGINT, value STRING, "
        "allacks BOOLEAN, leader BIGINT, le BIGINT, hw BIGINT, ftype STRING, consumer BIGINT, seq BIGINT, pos BIGINT")
@@ -123,11 +124,36 @@ def _out_schema() -> Any:
                       ("value", pa.string()), ("topic", pa.string()), ("part", pa.int64())])
 
 
+# "python": no JVM walk even when the jar is there (large input: the Arrow grouped map; run-sized: the
+# plans): tests and benches compare the two
+WALK_ENV = "HARNESS_QUEUE_WALK"
+
+
+def jvm_walk(spark: SparkSession) -> bool:
+    """The walk runs in the JVM (``zkfence.QueueWalk``): the session has the project's jar."""
+    import os
+
+    from checkers import udfs
+
+    return os.environ.get(WALK_ENV) != "python" and udfs.jar_loaded(spark)
+
+
+def walk_frame(projected: DataFrame) -> DataFrame:
+    """Every group's anomalies (``OUT``): walked in the JVM (``zkfence.QueueWalk``, the same walk) when
+    the session has the project's jar, else in Python workers (``checkers.queue_walk``)."""
+    from pyspark.sql import DataFrame
+
+    spark = projected.sparkSession
+    if jvm_walk(spark):
+        return DataFrame(spark._jvm.zkfence.QueueWalk.walk(projected._jdf), spark)
+    return projected.groupBy("hist", "topic", "part").applyInArrow(_walk_group, OUT)
+
+
 def summaries(ev: DataFrame) -> DataFrame:
     """One job's rows: per (hist, checker, verdict) the anomaly count and the first few (``first``),
     per (hist, kind_type) the operation count (checker ``ops``), per hist the registrations (``regs``)."""
     f = F()
-    walked = project(ev).groupBy("hist", "topic", "part").applyInArrow(_walk_group, OUT)
+    walked = walk_frame(project(ev))
     # sorted as plans._summary sorts (message, event_ids, key); queue_unseen's (no message) by history position
     first = f.struct("sidx", "sid", "message", "event_ids", "key", "brokers", "value", "topic", "part")
     found = walked.groupBy("hist", "checker", "verdict").agg(
@@ -218,7 +244,9 @@ class QueueCheck:
     def check(self, events: Events) -> dict[str, Result]:
         assert events.frame is not None, f"{self.name} runs on Spark"
         frame = events.frame
-        if events.small:
+        # run-sized input: the pass when it walks in the JVM (one plan, no Python worker: on a cold
+        # process 3.0-3.2 s against the plans' 5.8-6.2, bench/RESULTS.md), else the plans
+        if events.small and not jvm_walk(frame.sparkSession):
             if isinstance(self.old, Unseen):
                 return self.old.check(events)
             found = events.shared(self, QueueCheck, lambda group: collect(

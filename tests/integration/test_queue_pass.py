@@ -89,10 +89,13 @@ def test_the_bench_history_shows_every_injected_kind(both: tuple[dict, dict]) ->
     assert "lost-1" in lost["message"] and "broker 1: " in lost["message"] and "leader 2@epoch 1" in lost["message"]
 
 
-def test_run_sized_checks_keep_the_plans_with_the_same_anomalies(
-        spark: Any, both: tuple[dict, dict], fixtures: tuple[Any, list[str]]) -> None:
-    """``harness check`` on run-sized input takes the plans (their summaries in plan order): the same
-    anomalies as the pass over the shared frame, as a set."""
+@pytest.mark.parametrize("walk", ["jvm", "python"])
+def test_run_sized_checks_give_the_same_anomalies(spark: Any, both: tuple[dict, dict], fixtures: tuple[Any, list[str]],
+                                                  walk: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``harness check`` on run-sized input takes the pass walked in the JVM, or without it the plans
+    (their summaries in plan order): the same anomalies as the pass over the shared frame, as a set."""
+    if walk == "python":
+        monkeypatch.setenv(queue_pass.WALK_ENV, "python")
     (p,) = [p for p in fixtures[1] if Path(p).stem == "lost_write"]
     small = check_histories([p], spark=spark, names=NAMES)[p]
     new = both[1][p]
@@ -105,3 +108,26 @@ def test_run_sized_checks_keep_the_plans_with_the_same_anomalies(
         mine = [a for a in small["anomalies"] if a["checker"] == n]
         assert sorted(mine, key=key) == sorted(new[n]["anomalies"], key=key), n
     assert small["checkers"]["queue_lost_write"]["valid"] is False
+
+
+def test_the_jvm_walk_is_the_python_walk_row_for_row(spark: Any, fixtures: tuple[Any, list[str]],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``zkfence.QueueWalk`` against ``checkers.queue_walk`` on every fixture's groups: every anomaly
+    row, unsummarised (all of them, not the first few a summary keeps), message and ids alike."""
+    from checkers import udfs
+
+    if not udfs.jar_loaded(spark):
+        pytest.skip("the JVM functions are not built (no javac, or HARNESS_SPARK_UDFS=off)")
+    projected = queue_pass.project(fixtures[0])
+
+    def rows() -> list[tuple]:
+        got = [tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in queue_pass.walk_frame(projected).collect()]
+        return sorted(got, key=repr)
+
+    jvm = rows()
+    monkeypatch.setenv(queue_pass.WALK_ENV, "python")
+    python = rows()
+    assert jvm == python
+    kinds = {r[1] for r in jvm}
+    assert kinds == {"queue_lost_write", "queue_inconsistent_offsets", "queue_duplicate", "queue_aborted_read",
+                     "queue_poll_order", "queue_unseen"}, kinds
