@@ -149,11 +149,39 @@ def walk_frame(projected: DataFrame) -> DataFrame:
     return projected.groupBy("hist", "topic", "part").applyInArrow(_walk_group, OUT)
 
 
+def walk_events(ev: DataFrame) -> DataFrame:
+    """Every group's anomalies (``OUT``) walked in the JVM from the events themselves
+    (``zkfence.QueueWalk.walkEvents``): one exchange and sort of the queue kinds' events that
+    ``project`` makes rows of by (history, topic, partition), then the JVM makes each group's rows
+    (``project``'s, in ``expand``) and walks them; Spark only parses ``v_values`` and decides
+    ``allacks``, with the expressions ``project`` uses."""
+    from pyspark.sql import DataFrame
+
+    f = F()
+    cols = {"v_acks": "string", "v_offset": "bigint", "v_leader": "bigint", "v_value": "string",
+            "v_consumer": "bigint", "v_leader_epoch": "bigint", "v_hw": "bigint", "v_offsets": "array<bigint>",
+            "v_values": "string", "v_topic": "string", "v_partition": "bigint"}
+    ev = ev.select(*ev.columns, *[f.lit(None).cast(t).alias(c) for c, t in cols.items() if c not in ev.columns])
+    kind, typ = f.col("f"), f.col("type")
+    keep = (((kind == "send") & typ.isin("ok", "fail")) | (kind == "partition_state")
+            | (kind.isin("poll", "final_read") & (typ == "ok")) | ((kind == "final_read") & (typ != "invoke")))
+    read_ok = kind.isin("poll", "final_read") & (typ == "ok")
+    events = ev.filter(keep).select(
+        "hist", "f", "type", "id", "idx", "v_topic", "v_partition", "v_offset", "v_value",
+        f.when(kind == "send", f.coalesce(_all_acks("v_acks"), f.lit(False))).alias("allacks"),
+        "v_leader", "v_leader_epoch", "v_hw", f.when(read_ok, f.col("v_offsets")).alias("v_offsets"),
+        f.when(read_ok, f.from_json("v_values", "array<string>")).alias("vals"), "v_consumer", "seq")
+    spark = ev.sparkSession
+    group = ("hist", "v_topic", "v_partition")
+    events = events.repartition(*group).sortWithinPartitions(*group)
+    return DataFrame(spark._jvm.zkfence.QueueWalk.walkEvents(events._jdf), spark)
+
+
 def summaries(ev: DataFrame) -> DataFrame:
     """One job's rows: per (hist, checker, verdict) the anomaly count and the first few (``first``),
     per (hist, kind_type) the operation count (checker ``ops``), per hist the registrations (``regs``)."""
     f = F()
-    walked = walk_frame(project(ev))
+    walked = walk_events(ev) if jvm_walk(ev.sparkSession) else walk_frame(project(ev))
     # sorted as plans._summary sorts (message, event_ids, key); queue_unseen's (no message) by history position
     first = f.struct("sidx", "sid", "message", "event_ids", "key", "brokers", "value", "topic", "part")
     found = walked.groupBy("hist", "checker", "verdict").agg(

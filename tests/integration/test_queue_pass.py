@@ -125,9 +125,12 @@ def test_the_jvm_walk_is_the_python_walk_row_for_row(spark: Any, fixtures: tuple
         return sorted(got, key=repr)
 
     jvm = rows()
+    events = sorted((tuple(tuple(v) if isinstance(v, list) else v for v in r)
+                     for r in queue_pass.walk_events(fixtures[0]).collect()), key=repr)
     monkeypatch.setenv(queue_pass.WALK_ENV, "python")
     python = rows()
     assert jvm == python
+    assert events == python  # the rows made in the JVM from the events, not by project
     kinds = {r[1] for r in jvm}
     assert kinds == {"queue_lost_write", "queue_inconsistent_offsets", "queue_duplicate", "queue_aborted_read",
                      "queue_poll_order", "queue_unseen"}, kinds

@@ -14,6 +14,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.spark.api.java.function.FlatMapGroupsFunction;
 import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
@@ -51,6 +52,164 @@ public final class QueueWalk {
         return rows.groupByKey((MapFunction<Row, String>) r -> groupKey(r, at), Encoders.STRING())
                 .flatMapGroups((FlatMapGroupsFunction<String, Row, Row>) (k, it) -> walkGroup(it, at).iterator(),
                         Encoders.row(StructType.fromDDL(OUT)));
+    }
+
+    /**
+     * Every anomaly of the events in {@code ev} ({@link #EVENT_COLS}, by name: the queue kinds'
+     * events with {@code vals} their {@code v_values} parsed and {@code allacks} decided, by Spark),
+     * which the caller has partitioned and sorted by (hist, v_topic, v_partition): each run of one
+     * group's events is made its walk rows here, as checkers/queue_pass.py's {@code project} makes
+     * them, and walked. The exchange moves an event, not each record a read returned; rows are
+     * deserialised once and only one group is held at a time (groupByKey deserialised every row
+     * twice and sorted on a string key: 2.6-3 s more on the bench's million operations).
+     */
+    public static Dataset<Row> walkEvents(Dataset<Row> ev) {
+        StructType in = ev.schema();
+        int[] at = new int[EVENT_COLS.length];
+        for (int i = 0; i < EVENT_COLS.length; i++) {
+            at[i] = in.fieldIndex(EVENT_COLS[i]);
+        }
+        return ev.mapPartitions((MapPartitionsFunction<Row, Row>) it -> new Groups(it, at),
+                Encoders.row(StructType.fromDDL(OUT)));
+    }
+
+    /** The anomalies of each run of rows of one (hist, topic, partition), one run at a time. */
+    private static final class Groups implements Iterator<Row> {
+        private final Iterator<Row> in;
+        private final int[] at;
+        private Row pending;
+        private Iterator<Row> ready = List.<Row>of().iterator();
+
+        Groups(Iterator<Row> in, int[] at) {
+            this.in = in;
+            this.at = at;
+            this.pending = in.hasNext() ? in.next() : null;
+        }
+
+        private boolean same(Row a, Row b) {
+            return java.util.Objects.equals(a.get(at[E_HIST]), b.get(at[E_HIST]))
+                    && java.util.Objects.equals(a.get(at[E_TOPIC]), b.get(at[E_TOPIC]))
+                    && java.util.Objects.equals(a.get(at[E_PART]), b.get(at[E_PART]));
+        }
+
+        @Override
+        public boolean hasNext() {
+            while (!ready.hasNext() && pending != null) {
+                List<Row> group = new ArrayList<>();
+                Row first = pending;
+                group.add(first);
+                pending = null;
+                while (in.hasNext()) {
+                    Row r = in.next();
+                    if (!same(first, r)) {
+                        pending = r;
+                        break;
+                    }
+                    group.add(r);
+                }
+                ready = walkRows(expand(group.iterator(), at)).iterator();
+            }
+            return ready.hasNext();
+        }
+
+        @Override
+        public Row next() {
+            if (!hasNext()) {
+                throw new java.util.NoSuchElementException();
+            }
+            return ready.next();
+        }
+    }
+
+    static final String[] EVENT_COLS = {"hist", "f", "type", "id", "idx", "v_topic", "v_partition", "v_offset",
+        "v_value", "allacks", "v_leader", "v_leader_epoch", "v_hw", "v_offsets", "vals", "v_consumer", "seq"};
+    private static final int E_HIST = 0;
+    private static final int E_F = 1;
+    private static final int E_TYPE = 2;
+    private static final int E_ID = 3;
+    private static final int E_IDX = 4;
+    private static final int E_TOPIC = 5;
+    private static final int E_PART = 6;
+    private static final int E_OFFSET = 7;
+    private static final int E_VALUE = 8;
+    private static final int E_ALLACKS = 9;
+    private static final int E_LEADER = 10;
+    private static final int E_LE = 11;
+    private static final int E_HW = 12;
+    private static final int E_OFFSETS = 13;
+    private static final int E_VALS = 14;
+    private static final int E_CONSUMER = 15;
+    private static final int E_SEQ = 16;
+
+    /** project's rows of each event: a send's or state's one, an ok read's records zipped, a final read's completion. */
+    static List<R> expand(Iterator<Row> it, int[] at) {
+        List<R> out = new ArrayList<>();
+        while (it.hasNext()) {
+            Row e = it.next();
+            String f = e.getString(at[E_F]);
+            String type = e.getString(at[E_TYPE]);
+            if (f == null) {
+                continue;
+            }
+            boolean isSend = f.equals("send") && ("ok".equals(type) || "fail".equals(type));
+            boolean isState = f.equals("partition_state");
+            boolean readOk = (f.equals("poll") || f.equals("final_read")) && "ok".equals(type);
+            boolean isFinal = f.equals("final_read") && type != null && !type.equals("invoke");
+            Object[] base = new Object[COLS.length];
+            base[HIST] = e.get(at[E_HIST]);
+            base[TOPIC] = e.get(at[E_TOPIC]);
+            base[PART] = e.get(at[E_PART]);
+            base[EID] = e.get(at[E_ID]);
+            base[IDX] = e.get(at[E_IDX]);
+            if (isSend || isState) {
+                Object[] r = base.clone();
+                r[TAG] = isSend ? ("ok".equals(type) ? "S" : "X") : "P";
+                if (isSend) {
+                    r[OFF] = e.get(at[E_OFFSET]);
+                    r[VALUE] = e.get(at[E_VALUE]);
+                    r[ALLACKS] = Boolean.TRUE.equals(e.get(at[E_ALLACKS]));
+                }
+                r[LEADER] = e.get(at[E_LEADER]);
+                if (isState) {
+                    r[LE] = e.get(at[E_LE]);
+                }
+                out.add(new R(r));
+                continue;
+            }
+            if (!readOk && !isFinal) {
+                continue;
+            }
+            int n = 0;
+            List<?> offs = null;
+            List<?> vals = null;
+            if (readOk && !e.isNullAt(at[E_OFFSETS]) && !e.isNullAt(at[E_VALS])) {
+                // arrays_zip: as long as the longer, the shorter padded with nulls
+                offs = e.getList(at[E_OFFSETS]);
+                vals = e.getList(at[E_VALS]);
+                n = Math.max(offs.size(), vals.size());
+            }
+            for (int pos = 0; pos < n; pos++) {
+                Object[] r = base.clone();
+                r[TAG] = "R";
+                r[OFF] = pos < offs.size() ? offs.get(pos) : null;
+                r[VALUE] = pos < vals.size() ? vals.get(pos) : null;
+                r[FTYPE] = f;
+                r[CONSUMER] = e.get(at[E_CONSUMER]);
+                r[SEQ] = e.get(at[E_SEQ]);
+                r[POS] = (long) pos;
+                out.add(new R(r));
+            }
+            if (isFinal) {
+                Object[] r = base.clone();
+                r[TAG] = "F";
+                r[LEADER] = e.get(at[E_LEADER]);
+                r[LE] = e.get(at[E_LE]);
+                r[HW] = e.get(at[E_HW]);
+                r[FTYPE] = type;
+                out.add(new R(r));
+            }
+        }
+        return out;
     }
 
     private static final String[] COLS = {"hist", "topic", "part", "tag", "eid", "idx", "off", "value", "allacks",
@@ -91,6 +250,10 @@ public final class QueueWalk {
             for (int i = 0; i < COLS.length; i++) {
                 f[i] = r.get(at[i]);
             }
+        }
+
+        R(Object[] fields) {
+            f = fields;
         }
 
         String s(int i) {
@@ -212,14 +375,21 @@ public final class QueueWalk {
     }
 
     static List<Row> walkGroup(Iterator<Row> it, int[] at) {
+        List<R> rows = new ArrayList<>();
+        while (it.hasNext()) {
+            rows.add(new R(it.next(), at));
+        }
+        return walkRows(rows);
+    }
+
+    static List<Row> walkRows(List<R> rows) {
         List<R> s = new ArrayList<>();
         List<R> x = new ArrayList<>();
         List<R> recs = new ArrayList<>();
         List<R> fins = new ArrayList<>();
         List<R> states = new ArrayList<>();
         R any = null;
-        while (it.hasNext()) {
-            R r = new R(it.next(), at);
+        for (R r : rows) {
             any = r;
             String tag = r.s(TAG);
             if (tag == null) {
