@@ -139,13 +139,7 @@ def jvm_walk(spark: SparkSession) -> bool:
 
 
 def walk_frame(projected: DataFrame) -> DataFrame:
-    """Every group's anomalies (``OUT``): walked in the JVM (``zkfence.QueueWalk``, the same walk) when
-    the session has the project's jar, else in Python workers (``checkers.queue_walk``)."""
-    from pyspark.sql import DataFrame
-
-    spark = projected.sparkSession
-    if jvm_walk(spark):
-        return DataFrame(spark._jvm.zkfence.QueueWalk.walk(projected._jdf), spark)
+    """Every group's anomalies (``OUT``) walked in Python workers (``checkers.queue_walk``)."""
     return projected.groupBy("hist", "topic", "part").applyInArrow(_walk_group, OUT)
 
 

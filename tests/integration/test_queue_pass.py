@@ -110,27 +110,20 @@ def test_run_sized_checks_give_the_same_anomalies(spark: Any, both: tuple[dict, 
     assert small["checkers"]["queue_lost_write"]["valid"] is False
 
 
-def test_the_jvm_walk_is_the_python_walk_row_for_row(spark: Any, fixtures: tuple[Any, list[str]],
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """``zkfence.QueueWalk`` against ``checkers.queue_walk`` on every fixture's groups: every anomaly
-    row, unsummarised (all of them, not the first few a summary keeps), message and ids alike."""
+def test_the_jvm_walk_is_the_python_walk_row_for_row(spark: Any, fixtures: tuple[Any, list[str]]) -> None:
+    """``zkfence.QueueWalk`` (the rows made from the events in the JVM) against ``checkers.queue_walk``
+    (``project``'s rows in Python workers) on every fixture's groups: every anomaly row, unsummarised
+    (all of them, not the first few a summary keeps), message and ids alike."""
     from checkers import udfs
 
     if not udfs.jar_loaded(spark):
         pytest.skip("the JVM functions are not built (no javac, or HARNESS_SPARK_UDFS=off)")
-    projected = queue_pass.project(fixtures[0])
 
-    def rows() -> list[tuple]:
-        got = [tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in queue_pass.walk_frame(projected).collect()]
-        return sorted(got, key=repr)
+    def rows(df: Any) -> list[tuple]:
+        return sorted((tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in df.collect()), key=repr)
 
-    jvm = rows()
-    events = sorted((tuple(tuple(v) if isinstance(v, list) else v for v in r)
-                     for r in queue_pass.walk_events(fixtures[0]).collect()), key=repr)
-    monkeypatch.setenv(queue_pass.WALK_ENV, "python")
-    python = rows()
-    assert jvm == python
-    assert events == python  # the rows made in the JVM from the events, not by project
+    jvm = rows(queue_pass.walk_events(fixtures[0]))
+    assert jvm == rows(queue_pass.walk_frame(queue_pass.project(fixtures[0])))
     kinds = {r[1] for r in jvm}
     assert kinds == {"queue_lost_write", "queue_inconsistent_offsets", "queue_duplicate", "queue_aborted_read",
                      "queue_poll_order", "queue_unseen"}, kinds

@@ -12,8 +12,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import org.apache.spark.api.java.function.FlatMapGroupsFunction;
-import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
@@ -23,10 +21,10 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The queue checkers' walk in the JVM: checkers/queue_walk.py's {@code walk}, the same anomalies
- * character for character, over the rows of checkers/queue_pass.py's {@code project}, grouped by
- * (history, topic, partition) with {@code groupByKey}: no Arrow hand-over to Python workers and no
- * Python worker at all. tests/integration/test_queue_pass.py holds it equal to the plans (and to the
- * Python walk) on every queue fixture and on the bench's injected anomalies.
+ * character for character, over the rows checkers/queue_pass.py's {@code project} would make, made
+ * here from each (history, topic, partition)'s events ({@link #walkEvents}): no Arrow hand-over and
+ * no Python worker. tests/integration/test_queue_pass.py holds it equal to the plans and, row for
+ * row, to the Python walk on every queue fixture and on the bench's injected anomalies.
  *
  * <p>As there: a null field prints {@code null}; cited ids are sorted and cut at {@link #MAX_CITED};
  * null join keys never match, so in a group whose topic or partition is null no final read, failed
@@ -41,18 +39,6 @@ public final class QueueWalk {
     public static final String OUT = "hist STRING, checker STRING, verdict STRING, message STRING, "
             + "event_ids ARRAY<STRING>, key STRING, brokers ARRAY<BIGINT>, sidx BIGINT, sid STRING, value STRING, "
             + "topic STRING, part BIGINT";
-
-    /** Every anomaly of {@code rows} (queue_pass.ROW's columns, by name). */
-    public static Dataset<Row> walk(Dataset<Row> rows) {
-        StructType in = rows.schema();
-        int[] at = new int[COLS.length];
-        for (int i = 0; i < COLS.length; i++) {
-            at[i] = in.fieldIndex(COLS[i]);
-        }
-        return rows.groupByKey((MapFunction<Row, String>) r -> groupKey(r, at), Encoders.STRING())
-                .flatMapGroups((FlatMapGroupsFunction<String, Row, Row>) (k, it) -> walkGroup(it, at).iterator(),
-                        Encoders.row(StructType.fromDDL(OUT)));
-    }
 
     /**
      * Every anomaly of the events in {@code ev} ({@link #EVENT_COLS}, by name: the queue kinds'
@@ -231,26 +217,9 @@ public final class QueueWalk {
     private static final int SEQ = 14;
     private static final int POS = 15;
 
-    /** (hist, topic, part) as one string, a null told apart from any value. */
-    private static String groupKey(Row r, int[] at) {
-        StringBuilder b = new StringBuilder();
-        for (int c : new int[] {HIST, TOPIC, PART}) {
-            Object v = r.get(at[c]);
-            b.append(v == null ? "\u0001" : "\u0002" + v).append('\u0000');
-        }
-        return b.toString();
-    }
-
-    /** One projected row's fields, by the constants above. */
+    /** One walk row's fields (queue_pass.ROW's, by the constants above). */
     private static final class R {
         final Object[] f;
-
-        R(Row r, int[] at) {
-            f = new Object[COLS.length];
-            for (int i = 0; i < COLS.length; i++) {
-                f[i] = r.get(at[i]);
-            }
-        }
 
         R(Object[] fields) {
             f = fields;
@@ -372,14 +341,6 @@ public final class QueueWalk {
             rows.add(RowFactory.create(hist, checker, verdict, message, seq(eventIds), key, seq(brokers), sidx, sid,
                     value, topic, part));
         }
-    }
-
-    static List<Row> walkGroup(Iterator<Row> it, int[] at) {
-        List<R> rows = new ArrayList<>();
-        while (it.hasNext()) {
-            rows.add(new R(it.next(), at));
-        }
-        return walkRows(rows);
     }
 
     static List<Row> walkRows(List<R> rows) {
