@@ -5,9 +5,9 @@ The plans of ``checkers.queue`` each join, aggregate or window the sends and rea
 ``queue_unseen``'s. Here the rows every queue checker reads are projected once, in one scan
 (``project``: ok and failed sends, each record an ok read returned, final reads' completions,
 partition states), exchanged once by (history, topic, partition) and walked once per group, finding
-every anomaly kind together: in the JVM (``zkfence.QueueWalk``, ``groupByKey``) when the session has
-the project's jar, else in an Arrow grouped map (``checkers.queue_walk.walk``); the two walks give the
-same rows. One Spark job collects the per-checker summaries of the anomalies (count and the first
+every anomaly kind together: in the JVM from the events themselves (``walk_events``,
+``zkfence.QueueWalk``) when the session has the project's jar, else in an Arrow grouped map over
+``project``'s rows (``checkers.queue_walk.walk``); the two walks give the same rows. One Spark job collects the per-checker summaries of the anomalies (count and the first
 few, in the order ``checkers.plans._summary`` sorts them), the operation counts ``queue_unseen``
 reports and the brokers' registration epochs that a lost write's message cites.
 
@@ -56,6 +56,22 @@ def _col(ev: DataFrame, name: str, t: str) -> Column:
     return f.col(name) if name in ev.columns else f.lit(None).cast(t)
 
 
+# the event fields the walk reads, each null where the checked events carry none (one checker alone)
+_FIELDS = (("v_acks", "string"), ("v_offset", "bigint"), ("v_leader", "bigint"), ("v_value", "string"),
+           ("v_consumer", "bigint"), ("v_leader_epoch", "bigint"), ("v_hw", "bigint"), ("v_offsets", "array<bigint>"),
+           ("v_values", "string"), ("v_topic", "string"), ("v_partition", "bigint"))
+
+
+def _facts(ev: DataFrame) -> tuple[DataFrame, tuple[Column, Column, Column, Column]]:
+    """``ev`` with every field of ``_FIELDS``, and the events that carry a fact: a completed send
+    (ok or failed), a partition state, an ok read (its records), a final read's completion."""
+    f = F()
+    ev = ev.select(*ev.columns, *[f.lit(None).cast(t).alias(c) for c, t in _FIELDS if c not in ev.columns])
+    kind, typ = f.col("f"), f.col("type")
+    return ev, ((kind == "send") & typ.isin("ok", "fail"), kind == "partition_state",
+                kind.isin("poll", "final_read") & (typ == "ok"), (kind == "final_read") & (typ != "invoke"))
+
+
 def project(ev: DataFrame) -> DataFrame:
     """The rows the walk reads, one schema (``ROW``) for every kind (``checkers.queue_walk``'s tags),
     from one scan and one ``posexplode``: an ok read's records zipped as the plans' ``_reads`` zip
@@ -63,17 +79,8 @@ def project(ev: DataFrame) -> DataFrame:
     ``X``) or a partition state (``P``). Each column is then the event's field for the kinds that
     carry it, null for the others."""
     f = F()
-    ev = ev.select(*ev.columns, *[f.lit(None).cast(t).alias(c) for c, t in
-                                  (("v_acks", "string"), ("v_offset", "bigint"), ("v_leader", "bigint"),
-                                   ("v_value", "string"), ("v_consumer", "bigint"), ("v_leader_epoch", "bigint"),
-                                   ("v_hw", "bigint"), ("v_offsets", "array<bigint>"), ("v_values", "string"),
-                                   ("v_topic", "string"), ("v_partition", "bigint"))
-                                  if c not in ev.columns])
+    ev, (is_send, is_state, read_ok, is_final) = _facts(ev)
     kind, typ = f.col("f"), f.col("type")
-    is_send = (kind == "send") & typ.isin("ok", "fail")
-    is_state = kind == "partition_state"
-    read_ok = kind.isin("poll", "final_read") & (typ == "ok")
-    is_final = (kind == "final_read") & (typ != "invoke")
     z = f.when(read_ok, f.arrays_zip(f.col("v_offsets").alias("o"), f.from_json("v_values", "array<string>").alias("v")))
     ev = ev.filter(kind.isin("send", "poll", "final_read", "partition_state")).select(
         *ev.columns, z.alias("_z")).withColumn("_n", f.when(f.col("_z").isNull(), 0).otherwise(f.size("_z")))
@@ -152,15 +159,9 @@ def walk_events(ev: DataFrame) -> DataFrame:
     from pyspark.sql import DataFrame
 
     f = F()
-    cols = {"v_acks": "string", "v_offset": "bigint", "v_leader": "bigint", "v_value": "string",
-            "v_consumer": "bigint", "v_leader_epoch": "bigint", "v_hw": "bigint", "v_offsets": "array<bigint>",
-            "v_values": "string", "v_topic": "string", "v_partition": "bigint"}
-    ev = ev.select(*ev.columns, *[f.lit(None).cast(t).alias(c) for c, t in cols.items() if c not in ev.columns])
-    kind, typ = f.col("f"), f.col("type")
-    keep = (((kind == "send") & typ.isin("ok", "fail")) | (kind == "partition_state")
-            | (kind.isin("poll", "final_read") & (typ == "ok")) | ((kind == "final_read") & (typ != "invoke")))
-    read_ok = kind.isin("poll", "final_read") & (typ == "ok")
-    events = ev.filter(keep).select(
+    ev, (is_send, is_state, read_ok, is_final) = _facts(ev)
+    kind = f.col("f")
+    events = ev.filter(is_send | is_state | read_ok | is_final).select(
         "hist", "f", "type", "id", "idx", "v_topic", "v_partition", "v_offset", "v_value",
         f.when(kind == "send", f.coalesce(_all_acks("v_acks"), f.lit(False))).alias("allacks"),
         "v_leader", "v_leader_epoch", "v_hw", f.when(read_ok, f.col("v_offsets")).alias("v_offsets"),

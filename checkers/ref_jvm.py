@@ -23,7 +23,7 @@ from checkers.linearizability import summarise
 from checkers.models import make_model
 from checkers.ref_ops import KV, RefFile, kv_ops
 from checkers.result import Result
-from checkers.wgl import UNKNOWN
+from checkers.wgl import UNKNOWN, blocked, over_budget
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,13 +41,11 @@ def applies(f: RefFile) -> bool:
 
 
 def message(row: Any) -> tuple[str, list[int]]:
-    """An illegal part's anomaly, worded as ``checkers.wgl.Search.explain``, and its lines."""
+    """An illegal part's anomaly and its lines, as the Python search words them (``checkers.wgl.blocked``)."""
     cols = {"f": [row.f], "key": [row.key], "val": [row.val], "line": [row.line], "ret_typ": [row.ret_typ],
             "ret_line": [row.ret_line], "ret_f": [row.ret_f], "ret_val": [row.ret_val], "proc": [row.proc]}
     (op,) = kv_ops(cols, range(1))
-    text = (f"no linearization: at most {row.depth} ops linearize before {op.describe()} must have taken "
-            f"effect, and it cannot")
-    return text, [x for x in (op.line, op.ret_line) if x]
+    return blocked(row.depth, op)
 
 
 def part_rows(spark: SparkSession, files: Sequence[RefFile], *, budget_seconds: float | None,
@@ -94,8 +92,8 @@ def check_files(spark: SparkSession, files: Sequence[RefFile], *, budget_seconds
             if valid == CANCELLED:
                 continue  # stopped by an illegal part of its history: not reported, as the Python scheduler drops it
             text, lines = message(r) if valid is False else ("", [])
-            if valid == UNKNOWN:  # worded as checkers.wgl.run_parts
-                text = r.note or f"budget exhausted after {r.steps} steps, {r.seconds:.1f}s CPU"
+            if valid == UNKNOWN:
+                text = r.note or over_budget(r.steps, r.seconds)
             reported.append({"history": f.name, "key": r.key, "valid": valid, "ops": r.ops, "steps": r.steps,
                              "seconds": r.seconds, "message": text, "lines": lines})
         res = summarise(f.name, make_model(f.model), sum(r.ops for r in parts), len(parts), reported)

@@ -125,11 +125,19 @@ class Search:
     def explain(self) -> str:
         if self.done is not False or self.blocker < 0:
             return ""
-        op = self.ops[self.blocker]
-        return (
-            f"no linearization: at most {self.best_depth} ops linearize before "
-            f"{op.describe()} must have taken effect, and it cannot"
-        )
+        return blocked(self.best_depth, self.ops[self.blocker])[0]
+
+
+def blocked(depth: int, op: Op) -> tuple[str, list[int]]:
+    """An illegal part's message and cited lines: ``op`` ended the deepest partial linearization, of
+    ``depth`` ops (``zkfence.KvSearch`` reports the same two, ``checkers.ref_jvm``)."""
+    return (f"no linearization: at most {depth} ops linearize before {op.describe()} must have taken effect, "
+            f"and it cannot", [x for x in (op.line, op.ret_line) if x])
+
+
+def over_budget(steps: int, cpu_seconds: float) -> str:
+    """An unknown part's message: its budget ran out."""
+    return f"budget exhausted after {steps} steps, {cpu_seconds:.1f}s CPU"
 
 
 @dataclass
@@ -216,17 +224,15 @@ def run_parts(
                 if not (over_t or over_s):
                     still.append((part, search, spent))
                     continue
-                msg = f"budget exhausted after {search.steps} steps, {spent[0]:.1f}s CPU"
+                msg = over_budget(search.steps, spent[0])
                 emit(PartResult(part.history, part.key, UNKNOWN, len(part.ops), search.steps, spent[0], msg))
                 continue
             lines: list[int] = []
             msg = ""
             if verdict is False:
                 dead.add(part.history)
-                msg = search.explain()
                 if search.blocker >= 0:
-                    op = search.ops[search.blocker]
-                    lines = [x for x in (op.line, op.ret_line) if x]
+                    msg, lines = blocked(search.best_depth, search.ops[search.blocker])
             emit(PartResult(part.history, part.key, verdict, len(part.ops), search.steps, spent[0], msg, lines))
         active = still
     return out

@@ -250,10 +250,8 @@ public final class QueueWalk {
         return Integer.compare(a.length() - i, b.length() - j);
     };
 
-    /** Spark's ascending order with nulls first. */
-    private static <T> Comparator<T> nullsFirst(Comparator<T> c) {
-        return Comparator.nullsFirst(c);
-    }
+    /** Spark's ascending order of numbers, nulls first. */
+    private static final Comparator<Long> LONGS = Comparator.nullsFirst(Comparator.<Long>naturalOrder());
 
     static String text(Object x) {
         return x == null ? "null" : x.toString();
@@ -315,7 +313,7 @@ public final class QueueWalk {
 
     private static List<String> cited(Set<String> eids) {
         List<String> out = new ArrayList<>(eids);
-        out.sort(nullsFirst(CODEPOINTS));
+        out.sort(Comparator.nullsFirst(CODEPOINTS));
         return out.size() > MAX_CITED ? new ArrayList<>(out.subList(0, MAX_CITED)) : out;
     }
 
@@ -432,13 +430,12 @@ public final class QueueWalk {
         if (polls.size() < 2) {
             return;
         }
-        Comparator<Long> longs = Comparator.nullsFirst(Comparator.<Long>naturalOrder());
         polls.sort((a, b) -> {
-            int c = longs.compare(a.l(CONSUMER), b.l(CONSUMER));
+            int c = LONGS.compare(a.l(CONSUMER), b.l(CONSUMER));
             if (c == 0) {
-                c = longs.compare(a.l(SEQ), b.l(SEQ));
+                c = LONGS.compare(a.l(SEQ), b.l(SEQ));
             }
-            return c != 0 ? c : longs.compare(a.l(POS), b.l(POS));
+            return c != 0 ? c : LONGS.compare(a.l(POS), b.l(POS));
         });
         for (int i = 1; i < polls.size(); i++) {
             R prev = polls.get(i - 1);
@@ -508,8 +505,8 @@ public final class QueueWalk {
     private record Between(Long le, Long leader, String eid) {}
 
     private static final Comparator<Between> BETWEEN = Comparator
-            .comparing(Between::le, Comparator.nullsFirst(Comparator.<Long>naturalOrder()))
-            .thenComparing(Between::leader, Comparator.nullsFirst(Comparator.<Long>naturalOrder()))
+            .comparing(Between::le, LONGS)
+            .thenComparing(Between::leader, LONGS)
             .thenComparing(Between::eid, Comparator.nullsFirst(CODEPOINTS));
 
     private static void lost(Out out, String tp, String topic, Long part, List<R> sends, List<R> recs, List<R> fins,

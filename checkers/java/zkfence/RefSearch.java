@@ -13,7 +13,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -52,8 +51,9 @@ public final class RefSearch {
             + "ret_typ string, ret_f string, ret_val string, ret_line long, note string";
 
     /**
-     * The same rows for the files at {@code paths} (hist = index), as JSON lines in one string: a plain
-     * RDD job, a file per task, with no query plan to build and one Py4J round trip for the rows.
+     * The rows ({@link #SCHEMA}) of the files at {@code paths} (hist = index), as JSON lines in one
+     * string: a plain RDD job, a file per task, with no query plan to build and one Py4J round trip
+     * for the rows.
      */
     public static String checkPaths(JavaSparkContext jsc, List<String> paths, double budgetSeconds, long budgetSteps,
                                     int threads, double heapShare, boolean stopOnIllegal) {
@@ -251,7 +251,6 @@ public final class RefSearch {
         long prepared = cpuNanos() - cpu0;
 
         ConcurrentLinkedQueue<Part> queue = new ConcurrentLinkedQueue<>(parts);
-        AtomicInteger left = new AtomicInteger(parts.size());
         AtomicBoolean dead = new AtomicBoolean(false);
         AtomicBoolean killed = new AtomicBoolean(false);
         AtomicLong cacheBytes = new AtomicLong(0);
@@ -269,15 +268,11 @@ public final class RefSearch {
                 int slot = w;
                 running.add(pool.submit(() -> {
                     long t0 = cpuNanos();
-                    while (left.get() > 0 && !killed.get()) {
-                        Part p = queue.poll();
-                        if (p == null) {
-                            Thread.onSpinWait(); // another thread holds the last parts for a slice
-                            continue;
-                        }
+                    // an empty queue: each part left is with a thread that puts it back after its slice
+                    // and goes on with it, so this one has nothing to take over
+                    for (Part p = queue.poll(); p != null && !killed.get(); p = queue.poll()) {
                         if (stopOnIllegal && dead.get()) {
                             p.valid = "cancelled";
-                            left.decrementAndGet();
                             continue;
                         }
                         long c0 = cpuNanos();
@@ -311,7 +306,6 @@ public final class RefSearch {
                         p.search = null; // only the row's fields are kept: free the cache
                         cacheBytes.addAndGet(-p.held);
                         p.held = 0;
-                        left.decrementAndGet();
                     }
                     searchCpu[slot] = cpuNanos() - t0;
                 }));
