@@ -1,18 +1,22 @@
-"""The project's JVM functions: Java sources under ``checkers/java/`` compiled into one jar that every
-session gets (``spark.jars``: a cluster's executors fetch it from the driver) and whose functions
-``register`` adds to the session by name.
+"""The project's JVM functions: Java sources under ``checkers/java/`` compiled into one jar that every session
+gets (``spark.jars``: a cluster's executors fetch it from the driver) and whose functions ``register`` adds to
+the session by name.
 
-Only a speed-up: a function stands for Spark expressions that give the same values
-(``zkfence.EventFields`` for the ``from_json`` of every history line ``harness analyze`` ingests,
-2-3x faster; bench/RESULTS.md; ``zkfence.Slots``, the leaf that lets a small check's plans be built
-once per process, checkers/plans.py), and a session without the jar (no ``javac`` to build it, or
-``HARNESS_SPARK_UDFS=off``) runs those expressions instead. ``zkfence.RefOps`` parses and pairs reference
-histories on the executors for the WGL checker (checkers/ref_ops.py), and ``zkfence.RefSearch``
-searches kv histories there too (checkers/ref_jvm.py); without the jar the driver parses them
-(checkers/parsers.py), into the same ops, and the Python search checks them. ``zkfence.QueueWalk``
-walks the queue checkers' partitions (checkers/queue_pass.py); without it, Python workers do. ``make install`` builds the jar
-(``python -m checkers.udfs``); a session builds it on first use when it is missing. Its name
-carries a digest of the sources and of pyspark's version, so a change to either builds a new one.
+Only a speed-up: a function stands for Spark expressions that give the same values (``zkfence.EventFields``
+for the ``from_json`` of every history line ``harness analyze`` ingests, 2-3x faster; bench/RESULTS.md;
+``zkfence.Slots``, the leaf that lets a small check's plans be built once per process, checkers/plans.py), and
+a session without the jar (no ``javac`` to build it, or ``HARNESS_SPARK_UDFS=off``) runs those expressions
+instead. ``zkfence.RefOps`` parses and pairs reference histories on the executors for the WGL checker
+(checkers/ref_ops.py), and ``zkfence.RefSearch`` searches kv histories there too (checkers/ref_jvm.py);
+without the jar the driver parses them (checkers/parsers.py), into the same ops, and the Python search checks
+them. ``zkfence.HistoryLines`` reads and parses the history lines ``harness analyze`` ingests in the tasks
+that read their files (harness/analysis/dataset.py), and ``zkfence.RunPairs`` walks each run's events for its
+tables' two pairings (harness/analysis/tables.py); without the jar Spark's text source reads them and two
+windows pair them.
+``zkfence.QueueWalk`` walks the queue checkers' partitions (checkers/queue_pass.py); without it, Python
+workers do. ``make install`` builds the jar (``python -m checkers.udfs``); a session builds it on first use
+when it is missing. Its name carries a digest of the sources and of pyspark's version, so a change to either
+builds a new one.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import dataclasses
 import math
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,18 +92,27 @@ def parse_lines(lines: DataFrame, *, jvm: bool | None = None) -> DataFrame:
 
     if jvm is None:
         jvm = udfs.registered(lines.sparkSession, udfs.EVENT_FIELDS)
-    types = dict(f.split() for f in EVENTS_SCHEMA.split(", "))
     if jvm:
         fields = F.call_function(udfs.EVENT_FIELDS, F.col("line"))
-        of_value = F.col
+        of_value = None
     else:
         fields = F.from_json("line", ", ".join(f"{name} string" for name in ENVELOPE))
 
         def of_value(name: str) -> Column:
             return F.get_json_object("line", f"$.value.{name}")
+    return _typed(lines.select(*lines.columns, F.inline(F.array(fields))), lines.columns, of_value)
+
+
+def _typed(fields: DataFrame, keep: list[str], of_value: Callable[[str], Column] | None = None) -> DataFrame:
+    """``keep`` and the ``PARSED`` fields of ``fields`` (each its JSON text, ``OF_VALUE``'s by
+    ``of_value``) cast to the dataset's types, ``value``'s of the nemesis's lines only."""
+    from pyspark.sql import functions as F
+
+    types = dict(f.split() for f in EVENTS_SCHEMA.split(", "))
+    of_value = of_value or F.col
     nemesis = F.col("src") == "nemesis"
-    return lines.select(*lines.columns, F.inline(F.array(fields))).select(
-        *lines.columns, F.lit(PARSED_VERSION).alias("parsed_version"),
+    return fields.select(
+        *keep, F.lit(PARSED_VERSION).alias("parsed_version"),
         *(F.col(name).try_cast(types[name]).alias(name) for name in ENVELOPE),
         *(F.when(nemesis, of_value(name).try_cast(types[name])).alias(name) for name in OF_VALUE))
 
@@ -137,11 +147,56 @@ def append(spark: SparkSession, out: Path, rows: list[CheckRow]) -> int:
 
 def history_lines(spark: SparkSession, runs: dict[str, CheckRow], batch: str) -> DataFrame:
     """Every non-blank line of these runs' ``history.jsonl`` with its run's columns, parsed
-    (``parse_lines``), read by Spark itself: sending the lines through Python (``createDataFrame``)
-    took a third of an ingest."""
-    from pyspark.sql import functions as F
+    (``PARSED``). With the project's jar, read and parsed in the tasks that read the files
+    (``zkfence.HistoryLines``, the files of a slice per task); else read by Spark's text source and
+    parsed by ``parse_lines``: sending the lines through Python (``createDataFrame``) took a third
+    of an ingest."""
+    from checkers import udfs
 
     files = {str(Path(d) / "history.jsonl"): r for d, r in runs.items()}
+    if missing := sorted(f for f in files if not Path(f).is_file()):
+        raise RuntimeError(f"harness analyze: no history file {missing[0]}")
+    # Read as few tasks as keep every core busy at about 128 MB each: each task writes a file per
+    # (test, date) it read, and a Parquet file's fixed cost made 1,000 small runs (70 MB) over
+    # Spark's 36 read tasks twice as slow to write as one shuffle into a file per partition.
+    sizes = {f: Path(f).stat().st_size for f in files}
+    tasks = max(spark.sparkContext.defaultParallelism, math.ceil(sum(sizes.values()) / 2**27))
+    if udfs.jar_loaded(spark):
+        return _lines_in_jvm(spark, files, sizes, tasks, batch)
+    return _lines_by_spark(spark, files, tasks, batch)
+
+
+def _lines_in_jvm(spark: SparkSession, files: dict[str, CheckRow], sizes: dict[str, int], tasks: int,
+                  batch: str) -> DataFrame:
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    # a (test, date)'s files together: a task then writes few Parquet files
+    order = sorted(files, key=lambda f: (files[f].test, files[f].date, f))
+    slices = contiguous_slices([sizes[f] for f in order], tasks)
+    raw = DataFrame(spark._jvm.zkfence.HistoryLines.read(
+        spark._jsparkSession, order, [files[f].run_dir for f in order], [files[f].test for f in order],
+        [files[f].date for f in order], slices), spark)
+    return _typed(raw.select("run_dir", "test", "date", F.lit(batch).alias("batch"),
+                             F.col("line").cast("string").alias("line"), *ENVELOPE, *OF_VALUE), list(LINES))
+
+
+def contiguous_slices(sizes: list[int], tasks: int) -> list[int]:
+    """Each item's slice (0 ..< at most ``tasks``), in order, so that consecutive items share a slice
+    and the slices' sums of ``sizes`` are about even: item i goes to the slice its middle byte falls in."""
+    total = sum(sizes)
+    if total == 0:
+        return [0] * len(sizes)
+    out, before = [], 0
+    for size in sizes:
+        out.append(min(tasks - 1, (2 * before + size) * tasks // (2 * total)))
+        before += size
+    return out
+
+
+def _lines_by_spark(spark: SparkSession, files: dict[str, CheckRow], tasks: int, batch: str) -> DataFrame:
+    from pyspark.sql import functions as F
+
     text = spark.read.text(literal_paths(files))  # listed in the driver (get_spark's discovery threshold)
     # each file's rows joined on its URI, as Spark names it: no path decoded per line
     uris = {path: uri for uri, path in source_files(text).items()}
@@ -149,11 +204,6 @@ def history_lines(spark: SparkSession, runs: dict[str, CheckRow], batch: str) ->
         raise RuntimeError(f"harness analyze: Spark's listing of the histories lacks {unlisted[0]}")
     which = spark.createDataFrame([(uris[f], r.run_dir, r.test, r.date) for f, r in files.items()],
                                   "file string, run_dir string, test string, date string")
-    # Read as few tasks as keep every core busy at about 128 MB each: each task writes a file per
-    # (test, date) it read, and a Parquet file's fixed cost made 1,000 small runs (70 MB) over
-    # Spark's 36 read tasks twice as slow to write as one shuffle into a file per partition.
-    size = sum(Path(f).stat().st_size for f in files if Path(f).exists())
-    tasks = max(spark.sparkContext.defaultParallelism, math.ceil(size / 2**27))
     lines = (text.coalesce(tasks).select(F.input_file_name().alias("file"), F.col("value").alias("line"))
              .filter(F.trim("line") != ""))
     return parse_lines(lines.join(F.broadcast(which), "file").select(

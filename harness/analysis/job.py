@@ -67,26 +67,39 @@ def analyze(store: Path, out: Path, spark_of: Callable[[], SparkSession]) -> Out
     return Outcome(tables, summary, warnings)
 
 
-def compute_tables(spark: SparkSession, out: Path) -> list[Table]:
+def compute_tables(spark: SparkSession, out: Path, *, jvm: bool | None = None) -> list[Table]:
+    """The four tables of the dataset under ``out``; both pairings by the JVM's walk of each run
+    (``tables.run_pairs``) when the session has the project's jar (``jvm`` None) or ``jvm`` is True,
+    else by their windows (``tables.recovery_pairs``, ``tables.op_pairs``): the same rows."""
+    from checkers import udfs
     from harness.analysis import tables as tb
     from harness.analysis.dataset import read_checks, read_events
     from harness.analysis.pairing import Flaky, LatencyRow, Rate, RecoveryRow
 
     checks, events = read_checks(spark, out), read_events(spark, out)
-    # the two pairings read the same few events: select and parse them once
-    paired = tb.pairing_events(events).cache() if events is not None else None
+    heals = ops = cached = None
+    if jvm is None:
+        jvm = udfs.jar_loaded(spark)
+    if events is not None and jvm:
+        # one exchange and one walk per run for both pairings; their rows kept for the two tables
+        cached = tb.run_pairs(tb.pairing_events(events)).cache()
+        heals, ops = tb.heals_and_ops(cached)
+    elif events is not None:
+        # the two pairings read the same few events: select and parse them once
+        cached = tb.pairing_events(events).cache()
+        heals, ops = tb.recovery_pairs(cached), tb.op_pairs(cached)
     tables = [
         tb.Table("anomaly_rate", "anomaly rate per checker × toggle set × fault type",
                  tb.anomaly_rates(checks) if checks is not None else [], Rate),
         tb.Table("heal_to_registration", "time from heal to re-registration (ms) per fault type",
-                 tb.recovery_times(paired) if paired is not None else [], RecoveryRow),
+                 tb.recovery_times(heals) if heals is not None else [], RecoveryRow),
         tb.Table("op_latency", "client operation latency (ms) per workload and op",
-                 tb.op_latencies(paired, checks) if paired is not None and checks is not None else [], LatencyRow),
+                 tb.op_latencies(ops, checks) if ops is not None and checks is not None else [], LatencyRow),
         tb.Table("flaky", "flaky configurations: verdicts differ across seeds/repeats",
                  tb.flaky_configs(checks) if checks is not None else [], Flaky),
     ]
-    if paired is not None:
-        paired.unpersist()
+    if cached is not None:
+        cached.unpersist()
     return tables
 
 

@@ -118,11 +118,11 @@ def recovery_pairs(events: DataFrame) -> DataFrame:
         F.when(col("next_kind") == 1, (col("next_t_wall") - col("t_wall")) * 1000.0).alias("ms"))
 
 
-def recovery_times(events: DataFrame) -> list[RecoveryRow]:
-    """Heal → re-registration percentiles per fault type (``recovery_pairs``), from ``pairing_events``."""
+def recovery_times(pairs: DataFrame) -> list[RecoveryRow]:
+    """Heal → re-registration percentiles per fault type, from ``recovery_pairs``' rows."""
     from pyspark.sql import functions as F
 
-    agg = recovery_pairs(events).groupBy("fault").agg(
+    agg = pairs.groupBy("fault").agg(
         F.count("*").alias("heals"), F.count("ms").alias("paired"), F.expr(_PCT).alias("p"), F.max("ms").alias("max"))
     return sorted((RecoveryRow(r["fault"], r["heals"], r["paired"], r["heals"] - r["paired"], *_pcts(r["p"]), r["max"])
                    for r in agg.collect()), key=lambda r: r.fault)
@@ -151,13 +151,35 @@ def op_pairs(events: DataFrame) -> DataFrame:
         F.when(done, ms).alias("ms"))
 
 
-def op_latencies(events: DataFrame, checks: DataFrame) -> list[LatencyRow]:
-    """Client operation latency percentiles per workload and op type, from ``pairing_events``; runs
+def run_pairs(events: DataFrame) -> DataFrame:
+    """The rows of ``recovery_pairs`` (``kind`` "heal", ``key`` the fault) and of ``op_pairs``
+    (``kind`` "op", ``key`` the op) of ``pairing_events``, both from one exchange of the events by
+    run and one walk of each run in the JVM (``zkfence.RunPairs``, with the project's jar: the
+    windows step by step), instead of two windows' sorts over the cached events. ``heals_and_ops``
+    splits them."""
+    from pyspark.sql import DataFrame
+
+    spark = events.sparkSession
+    by_run = events.repartition("run_dir").sortWithinPartitions("run_dir")
+    return DataFrame(spark._jvm.zkfence.RunPairs.walk(by_run._jdf, list(COMPLETIONS), sorted(NOT_CLIENTS)), spark)
+
+
+def heals_and_ops(pairs: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """``run_pairs``' rows as ``recovery_pairs``' and ``op_pairs``' columns."""
+    from pyspark.sql import functions as F
+
+    heals = pairs.filter(F.col("kind") == "heal").select("run_dir", F.col("key").alias("fault"), "heal_id", "ms")
+    ops = pairs.filter(F.col("kind") == "op").select("run_dir", F.col("key").alias("op"), "outcome", "ms")
+    return heals, ops
+
+
+def op_latencies(pairs: DataFrame, checks: DataFrame) -> list[LatencyRow]:
+    """Client operation latency percentiles per workload and op type, from ``op_pairs``' rows; runs
     without a workload (``none``) contribute nothing."""
     from pyspark.sql import functions as F
 
     runs = checks.filter(F.col("workload") != "none").select("run_dir", "workload").distinct()
-    df = op_pairs(events.join(runs.select("run_dir"), "run_dir", "left_semi")).join(runs, "run_dir")
+    df = pairs.join(runs, "run_dir")
     counts = [F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in (*COMPLETIONS, "open")]
     agg = df.groupBy("workload", "op").agg(F.count("*").alias("ops"), *counts, F.expr(_PCT).alias("p"),
                                            F.max("ms").alias("max"))

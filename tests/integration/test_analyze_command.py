@@ -245,37 +245,55 @@ EV_SCHEMA = ("run_dir string, src string, seq long, type string, f string, t_wal
 
 
 @pytest.mark.integration
+def test_the_jvm_walk_and_the_windows_give_the_same_tables(analysed, spark) -> None:  # noqa: ANN001
+    """``compute_tables`` with the JVM's walk of each run and with the two windows, over the analysed
+    dataset (three runs: heals paired and unpaired, a queue run's operations)."""
+    from harness.analysis.job import compute_tables
+
+    out, _ = analysed
+    walked, windowed = compute_tables(spark, out, jvm=True), compute_tables(spark, out, jvm=False)
+    assert [t.name for t in walked] == [t.name for t in windowed]
+    for a, b in zip(walked, windowed, strict=True):
+        assert a.rows == b.rows, a.name
+    assert sum(len(t.rows) for t in walked if t.name in ("heal_to_registration", "op_latency")) >= 6
+
+
+@pytest.mark.integration
 def test_spark_pairs_heals_as_the_plain_pairing_does(spark) -> None:  # noqa: ANN001
-    """``tables.recovery_pairs`` (one window per run) pairs every heal of the unit tests' runs as
-    ``pairing.recoveries`` does: which heal counts, which registration it gets, ties in time."""
+    """``tables.recovery_pairs`` (one window per run) and the JVM's walk of each run
+    (``tables.run_pairs``) pair every heal of the unit tests' runs as ``pairing.recoveries`` does:
+    which heal counts, which registration it gets, ties in time."""
     from dataclasses import astuple
 
     from harness.analysis.pairing import recoveries
-    from harness.analysis.tables import recovery_pairs
+    from harness.analysis.tables import heals_and_ops, recovery_pairs, run_pairs
     from tests.unit.test_analysis_tables import HEAL_EDGES, HEALS
 
     runs = {f"r{i}": evs for i, evs in enumerate([HEALS, *HEAL_EDGES])}
     rows = [(run, *astuple(e)) for run, evs in runs.items() for e in evs]
-    got = recovery_pairs(spark.createDataFrame(rows, EV_SCHEMA)).collect()
+    events = spark.createDataFrame(rows, EV_SCHEMA)
     want = sorted((run, r.fault, r.heal_id, r.ms) for run, evs in runs.items() for r in recoveries(evs))
-    assert sorted((r["run_dir"], r["fault"], r["heal_id"], r["ms"]) for r in got) == want
+    for got in (recovery_pairs(events).collect(), heals_and_ops(run_pairs(events))[0].collect()):
+        assert sorted((r["run_dir"], r["fault"], r["heal_id"], r["ms"]) for r in got) == want
     assert sum(1 for w in want if w[3] is None) >= 3 and len(want) >= 9
 
 
 @pytest.mark.integration
 def test_spark_pairs_operations_as_the_plain_pairing_does(spark) -> None:  # noqa: ANN001
-    """``tables.op_pairs`` (a window over each run, source and process) pairs every torn, open and
-    interleaved case of the unit test exactly as ``pairing.op_latencies`` does, in two runs at once."""
+    """``tables.op_pairs`` (a window over each run, source and process) and the JVM's walk of each run
+    (``tables.run_pairs``) pair every torn, open and interleaved case of the unit test exactly as
+    ``pairing.op_latencies`` does, in two runs at once."""
     from dataclasses import astuple
 
     from harness.analysis.pairing import op_latencies
-    from harness.analysis.tables import op_pairs
+    from harness.analysis.tables import heals_and_ops, op_pairs, run_pairs
     from tests.unit.test_analysis_tables import TORN_OPS
 
     rows = [(run, *astuple(e)) for run in ("r1", "r2") for e in TORN_OPS]
-    got = op_pairs(spark.createDataFrame(rows, EV_SCHEMA)).collect()
+    events = spark.createDataFrame(rows, EV_SCHEMA)
     want = sorted((run, o.op, o.outcome, o.ms) for run in ("r1", "r2") for o in op_latencies(TORN_OPS))
-    assert sorted((r["run_dir"], r["op"], r["outcome"], r["ms"]) for r in got) == want
+    for got in (op_pairs(events).collect(), heals_and_ops(run_pairs(events))[1].collect()):
+        assert sorted((r["run_dir"], r["op"], r["outcome"], r["ms"]) for r in got) == want
 
 
 @pytest.mark.integration

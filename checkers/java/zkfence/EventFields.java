@@ -54,21 +54,24 @@ public final class EventFields implements UDF1<String, Row> {
 
     @Override
     public Row call(String line) {
+        return RowFactory.create(line == null ? new Object[FIELDS.length + OF_VALUE.length] : parse(line));
+    }
+
+    /** The line's FIELDS then OF_VALUE texts (null where the line has none; all null where it fails
+     * as a whole). */
+    static Object[] parse(String line) {
         Object[] out = new Object[FIELDS.length + OF_VALUE.length];
-        if (line == null) {
-            return RowFactory.create(out);
-        }
         try (JsonParser p = FACTORY.createParser(line)) {
             if (p.nextToken() == JsonToken.START_OBJECT) {
                 fields(p, out);
             }
         } catch (IOException | RuntimeException e) {
-            return RowFactory.create(new Object[out.length]);
+            return new Object[out.length];
         }
         if ("nemesis".equals(out[0])) {
             valueFields(line, out);
         }
-        return RowFactory.create(out);
+        return out;
     }
 
     /** Every OF_VALUE field into {@code out}, in one pass over the line where it reads without an
