@@ -53,34 +53,31 @@ public final class HistoryLines {
     private static final int RUN_COLUMNS = 4;  // run_dir, test, date, line
 
     /** The rows ({@link #SCHEMA}) of the files at {@code paths}, file i of run {@code runDirs[i]}
-     * ({@code tests[i]}, {@code dates[i]}) read by the task {@code slices[i]}. */
+     * ({@code tests[i]}, {@code dates[i]}) read by the task {@code slices[i]}: each task is sent its
+     * own files only. */
     public static Dataset<Row> read(SparkSession spark, List<String> paths, List<String> runDirs, List<String> tests,
                                     List<String> dates, List<Integer> slices) {
         int tasks = 0;
         for (int s : slices) {
             tasks = Math.max(tasks, s + 1);
         }
-        List<List<Integer>> groups = new ArrayList<>();
+        List<List<String[]>> groups = new ArrayList<>();
         for (int s = 0; s < tasks; s++) {
             groups.add(new ArrayList<>());
         }
         for (int i = 0; i < slices.size(); i++) {
-            groups.get(slices.get(i)).add(i);
+            groups.get(slices.get(i)).add(new String[] {paths.get(i), runDirs.get(i), tests.get(i), dates.get(i)});
         }
-        String[][] files = {paths.toArray(new String[0]), runDirs.toArray(new String[0]),
-                tests.toArray(new String[0]), dates.toArray(new String[0])};
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-        return spark.createDataFrame(
-                jsc.parallelize(groups, Math.max(1, groups.size())).flatMap(g -> new Lines(g, files)),
+        return spark.createDataFrame(jsc.parallelize(groups, Math.max(1, groups.size())).flatMap(Lines::new),
                 StructType.fromDDL(SCHEMA));
     }
 
     /** The rows of a slice's files, one file open at a time. */
     private static final class Lines implements Iterator<Row> {
-        private final Iterator<Integer> files;
-        private final String[][] runs;
+        private final Iterator<String[]> files;
         private InputStream in;
-        private int file = -1;
+        private String[] file;  // path, run_dir, test, date
         private boolean first;
         private final byte[] chunk = new byte[1 << 16];
         private int pos;
@@ -89,9 +86,8 @@ public final class HistoryLines {
         private int len;
         private Row next;
 
-        Lines(List<Integer> files, String[][] runs) {
+        Lines(List<String[]> files) {
             this.files = files.iterator();
-            this.runs = runs;
             TaskContext task = TaskContext.get();
             if (task != null) {
                 task.addTaskCompletionListener((TaskCompletionListener) ctx -> close());
@@ -107,7 +103,7 @@ public final class HistoryLines {
                             return false;
                         }
                         file = files.next();
-                        in = new FileInputStream(runs[0][file]);
+                        in = new FileInputStream(file[0]);
                         pos = lim = 0;
                         first = true;
                     }
@@ -120,7 +116,7 @@ public final class HistoryLines {
                 return true;
             } catch (IOException e) {
                 close();
-                throw new UncheckedIOException(runs[0][file] + ": " + e.getMessage(), e);
+                throw new UncheckedIOException(file[0] + ": " + e.getMessage(), e);
             }
         }
 
@@ -197,9 +193,9 @@ public final class HistoryLines {
         private Row row() {
             Object[] fields = EventFields.parse(new String(buf, 0, len, StandardCharsets.UTF_8));
             Object[] out = new Object[RUN_COLUMNS + fields.length];
-            out[0] = runs[1][file];
-            out[1] = runs[2][file];
-            out[2] = runs[3][file];
+            out[0] = file[1];
+            out[1] = file[2];
+            out[2] = file[3];
             out[3] = Arrays.copyOf(buf, len);
             System.arraycopy(fields, 0, out, RUN_COLUMNS, fields.length);
             return RowFactory.create(out);
