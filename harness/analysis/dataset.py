@@ -94,7 +94,7 @@ def parse_lines(lines: DataFrame, *, jvm: bool | None = None) -> DataFrame:
         jvm = udfs.registered(lines.sparkSession, udfs.EVENT_FIELDS)
     if jvm:
         fields = F.call_function(udfs.EVENT_FIELDS, F.col("line"))
-        of_value = None
+        of_value = F.col
     else:
         fields = F.from_json("line", ", ".join(f"{name} string" for name in ENVELOPE))
 
@@ -103,13 +103,12 @@ def parse_lines(lines: DataFrame, *, jvm: bool | None = None) -> DataFrame:
     return _typed(lines.select(*lines.columns, F.inline(F.array(fields))), lines.columns, of_value)
 
 
-def _typed(fields: DataFrame, keep: list[str], of_value: Callable[[str], Column] | None = None) -> DataFrame:
+def _typed(fields: DataFrame, keep: list[str], of_value: Callable[[str], Column]) -> DataFrame:
     """``keep`` and the ``PARSED`` fields of ``fields`` (each its JSON text, ``OF_VALUE``'s by
     ``of_value``) cast to the dataset's types, ``value``'s of the nemesis's lines only."""
     from pyspark.sql import functions as F
 
     types = dict(f.split() for f in EVENTS_SCHEMA.split(", "))
-    of_value = of_value or F.col
     nemesis = F.col("src") == "nemesis"
     return fields.select(
         *keep, F.lit(PARSED_VERSION).alias("parsed_version"),
@@ -153,9 +152,7 @@ def history_lines(spark: SparkSession, runs: dict[str, CheckRow], batch: str) ->
     of an ingest."""
     from checkers import udfs
 
-    files = {str(Path(d) / "history.jsonl"): r for d, r in runs.items()}
-    if missing := sorted(f for f in files if not Path(f).is_file()):
-        raise RuntimeError(f"harness analyze: no history file {missing[0]}")
+    files = {str(Path(d) / "history.jsonl"): r for d, r in runs.items()}  # each one there (rows_for_run)
     # Read as few tasks as keep every core busy at about 128 MB each: each task writes a file per
     # (test, date) it read, and a Parquet file's fixed cost made 1,000 small runs (70 MB) over
     # Spark's 36 read tasks twice as slow to write as one shuffle into a file per partition.
@@ -178,7 +175,7 @@ def _lines_in_jvm(spark: SparkSession, files: dict[str, CheckRow], sizes: dict[s
         spark._jsparkSession, order, [files[f].run_dir for f in order], [files[f].test for f in order],
         [files[f].date for f in order], slices), spark)
     return _typed(raw.select("run_dir", "test", "date", F.lit(batch).alias("batch"),
-                             F.col("line").cast("string").alias("line"), *ENVELOPE, *OF_VALUE), list(LINES))
+                             F.col("line").cast("string").alias("line"), *ENVELOPE, *OF_VALUE), list(LINES), F.col)
 
 
 def contiguous_slices(sizes: list[int], tasks: int) -> list[int]:
