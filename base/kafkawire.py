@@ -15,7 +15,13 @@ Kafka proxy (docs/kafkaproxy.md), whose ``kafka_frame`` events say the same thin
   refused partitions, if any, in ``partition_errors``; the request's epochs, and
   ``own_epoch``: the broker's registration epoch current then, from its log's last ``register ok``
   before the answer (``base.kafkalog``; before 2.2, whose log names no epoch, the ZooKeeper proxy's
-  create of its znode fills it in: ``map_run_frames``, else none). A request with no
+  create of its znode fills it in: ``map_run_frames``, else none); and ``max_controller_epoch_seen``:
+  the highest controller epoch among this broker's applied answers that reached the proxy before
+  this request did (none: null). Only those are known to have been handled first: a broker handles
+  requests from different connections on its own threads and answers them in any order, so an
+  answer that came back after this request went out may be to a request handled after it or
+  before it (seen on 3.9.1 under load: a new controller's UpdateMetadata answered 0.4 ms before an
+  older controller's LeaderAndIsr that had waited 4.6 s, and was handled, first). A request with no
   answer (dropped, held past its connection, the broker killed) says nothing of what the broker did,
   and maps to no ``control_recv``; nor does an answer that cannot tell (a cut list of refused
   partitions, ``control_outcome``);
@@ -148,6 +154,7 @@ def wire_events(frames: Iterable[Event], broker_events: Iterable[Event] = (), ru
     requests: dict[int, Event] = {}
     inferred: dict[int, dict[str, Any]] = {}  # request frame seq → its broker_epoch (+ _from)
     shutdowns: list[tuple[Event, Event]] = []  # (request, answer) of each ControlledShutdown
+    applied: dict[Any, list[tuple[int, int]]] = {}  # broker -> (answer's frame seq, controller epoch) applied
 
     def add(key: float, f: str, t: float, who: int | None, type_: str = "event", **value: Any) -> None:
         keyed.append((key, Event(run=run, src=SOURCE, seq=0, t_wall=t, t_mono=0, type=type_, f=f, process=who,
@@ -186,10 +193,14 @@ def wire_events(frames: Iterable[Event], broker_events: Iterable[Event] = (), ru
                 continue
             outcome, code, refused = decided
             broker = rv.get("dst_broker")
+            before = [ce for at, ce in applied.get(broker, []) if at < req.seq]
             add(e.seq, "control_recv", e.t_wall, broker, request_id=rid, kind=api, **{"from": rv.get("controller_id")},
                 controller_epoch=rv.get("controller_epoch"), **inferred.get(req.seq, {"broker_epoch": None}),
-                max_broker_epoch=None, own_epoch=epoch_at(epochs, broker, e.t_wall), max_controller_epoch_seen=None,
+                max_broker_epoch=None, own_epoch=epoch_at(epochs, broker, e.t_wall),
+                max_controller_epoch_seen=max(before, default=None),
                 outcome=outcome, error_code=code, full=None, partitions=_partitions(rv), partition_errors=refused)
+            if outcome == "applied" and isinstance(rv.get("controller_epoch"), int):
+                applied.setdefault(broker, []).append((e.seq, rv["controller_epoch"]))
         elif api == "ControlledShutdown":
             add(e.seq, "controlled_shutdown", e.t_wall, rv.get("src_broker"), "ok" if code == 0 else "fail",
                 broker=rv.get("src_broker"), request_id=rid, **inferred.get(req.seq, {"broker_epoch": None}),

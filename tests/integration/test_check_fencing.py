@@ -94,6 +94,18 @@ def c4b(log: EventLog, bad: bool) -> None:
         registered(log, epoch=E2)
 
 
+def c4c(log: EventLog, bad: bool) -> None:
+    """A real broker's answers (``base.kafkawire``) come back in any order across connections: an
+    older controller's LeaderAndIsr answered after a newer one's UpdateMetadata was handled first
+    unless it reached the broker after that answer (``max_controller_epoch_seen``; seen on 3.9.1)."""
+    recv = dict(process=3, broker_id=3, outcome="applied", error_code=0, broker_epoch=E1, own_epoch=E1,
+                max_broker_epoch=None)
+    log.emit("kafkawire", "control_recv", request_id="39:0", kind="UpdateMetadata", controller_epoch=2,
+             max_controller_epoch_seen=None, **recv)
+    log.emit("kafkawire", "control_recv", request_id="29:15", kind="LeaderAndIsr", controller_epoch=1,
+             max_controller_epoch_seen=2 if bad else None, **recv)
+
+
 def c5(log: EventLog, bad: bool) -> None:
     log.emit("agent:1", "controller_elected", process=1, broker_id=1, controller_epoch=1, epoch_zk_version=0)
     log.emit("agent:2", "controller_elected", process=2, broker_id=2, controller_epoch=2, epoch_zk_version=1)
@@ -316,7 +328,8 @@ def reg(log: EventLog, bad: bool) -> None:
 INFORMATIONAL = {"queue_unseen"}
 CASES: dict[str, tuple[str, Callable[[EventLog, bool], None]]] = {
     "1": ("registration_epochs", c1), "2": ("single_registrant", c2), "2b": ("single_registrant", c2b), "3": ("registration_liveness", c3),
-    "4": ("control_request_epochs", c4), "4b": ("control_request_epochs", c4b), "5": ("controller_epochs", c5), "6": ("controller_write_fencing", c6),
+    "4": ("control_request_epochs", c4), "4b": ("control_request_epochs", c4b),
+    "4c": ("control_request_epochs", c4c), "5": ("controller_epochs", c5), "6": ("controller_write_fencing", c6),
     "7": ("bounce_handling", c7), "7b": ("bounce_handling", c7b), "8": ("controlled_shutdown_epochs", c8), "9": ("isr_expansion", c9), "9e": ("isr_expansion", c9e),
     "10": ("partition_states", c10), "10b": ("partition_states", c10b), "11": ("max_broker_epoch", c11),
     "11b": ("max_broker_epoch", c11b), "zr": ("zxid_realtime", zr), "zp": ("zxid_replay", zp),

@@ -69,6 +69,27 @@ def test_a_rejection_keeps_its_error_code_and_an_unanswered_request_says_nothing
     assert out[1].value["own_epoch"] == 100 and out[1].value["broker_epoch"] == 90
 
 
+def test_what_a_broker_saw_before_a_request_is_the_answers_that_came_back_before_it_went_out() -> None:
+    """A broker answers requests from different connections in any order (3.9.1 under load: a new
+    controller's UpdateMetadata answered just before an older one's LeaderAndIsr, which it had handled
+    first): only an answer that reached the proxy before the request went out was handled before it."""
+    old = {**LAI, "controller_id": 2}
+    new = {**LAI, "api": "UpdateMetadata"}
+    out = wire_events([
+        frame(1, 1.0, dir="c2s", kind="request", conn=29, correlation_id=15, controller_epoch=1, broker_epoch=100,
+              partitions=PARTS, **old),
+        frame(2, 5.0, dir="c2s", kind="request", conn=39, correlation_id=0, controller_epoch=2, broker_epoch=100, **new),
+        frame(3, 5.1, dir="s2c", kind="response", conn=39, correlation_id=0, req_seq=2, **new),
+        frame(4, 5.2, dir="s2c", kind="response", conn=29, correlation_id=15, req_seq=1, **old),
+        frame(5, 6.0, dir="c2s", kind="request", conn=29, correlation_id=16, controller_epoch=1, broker_epoch=100,
+              partitions=PARTS, **old),
+        frame(6, 6.1, dir="s2c", kind="response", conn=29, correlation_id=16, req_seq=5, **old),
+    ], [register(2, 0.5, 100)])
+    recvs = [(e.value["request_id"], e.value["controller_epoch"], e.value["max_controller_epoch_seen"])
+             for e in out if e.f == "control_recv"]
+    assert recvs == [("39:0", 2, None), ("29:15", 1, None), ("29:16", 1, 2)]
+
+
 def test_frames_are_mapped_in_the_proxys_order_and_other_apis_are_left_out() -> None:
     fetch = {"api": "Fetch", "src_broker": 3, "dst_broker": 2}
     out = wire_events([
