@@ -29,6 +29,7 @@ import argparse
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -164,6 +165,7 @@ def charge(sampler: Sampler, timing: list[dict]) -> tuple[collections.Counter, d
     total: collections.Counter = collections.Counter()
     kinds: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for at, deltas in sampler.seconds:
+        running = [m for spans in runs.values() for t0, t1, m in spans if t0 <= at <= t1]
         for key, cpu in deltas:
             kind = sampler.procs[key].kind
             mod = owner(key, at)
@@ -171,7 +173,6 @@ def charge(sampler: Sampler, timing: list[dict]) -> tuple[collections.Counter, d
                 total[mod] += cpu
                 kinds[mod][kind] += cpu
                 continue
-            running = [m for spans in runs.values() for t0, t1, m in spans if t0 <= at <= t1]
             for m in running or ["(no test running)"]:
                 total[m] += cpu / max(1, len(running))
                 kinds[m]["~" + kind] += cpu / max(1, len(running))
@@ -181,11 +182,18 @@ def charge(sampler: Sampler, timing: list[dict]) -> tuple[collections.Counter, d
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (make test: 2)")
-    ap.add_argument("--out", type=Path, help="keep the samples and the timing log here")
+    ap.add_argument("--out", type=Path, help="keep the tests' timing log and the totals (kinds.json) here")
     ap.add_argument("--top", type=int, default=30, help="modules to list")
     ap.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments (e.g. test paths)")
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="zkfence-suite-cpu-"))
+    try:
+        return measure(args, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, scratch: Path) -> int:
     out = args.out or scratch
     out.mkdir(parents=True, exist_ok=True)
     (scratch / "suite_cpu_timing.py").write_text(PLUGIN)

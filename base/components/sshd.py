@@ -75,7 +75,7 @@ class EmbeddedSshd(LocalProcess):
             # Bash run by sshd reads ~/.bashrc before every command unless it thinks it is nested
             # (SHLVL >= 1; bash's SSH_SOURCE_BASHRC, on in Debian). The harness's node commands need
             # none of it, and a developer's rc file can be dear: this machine's root runs `pyenv
-            # init` there, about 50 processes and 250 ms per command, thousands of commands a suite.
+            # init` there, about 50 processes, 110 ms and 150 CPU-ms per command (bench/RESULTS.md).
             "SetEnv SHLVL=1",
             f"AllowUsers {self.user}",
             "LogLevel ERROR",
