@@ -189,8 +189,8 @@ class Cluster:
         self.zkproxy = ProxyProcess([m.client_address for m in self.ensemble.members], events,
                                     self.scratch / "zkproxy", seed=seed, listen_host=self.inv.toxiproxy.host,
                                     run=self.run_id, max_frame=max_frame)
+        self.zkproxy.on_spawn = self._record_local
         self.zkproxy.start()
-        self._record_local(self.zkproxy.process)
 
     def zk_upstream(self, member: ZkMember) -> str:
         """Where an agent's link to ``member`` leads: the wire proxy's listener, or the server."""
@@ -203,10 +203,8 @@ class Cluster:
         if inv.embedded:
             self.log("starting embedded sshd")
             self.sshd = EmbeddedSshd(self.scratch / "sshd", sorted({n.address for n in inv.nodes}))
+            self.sshd.on_spawn = self._record_local
             self.sshd.start()
-            assert self.sshd.process is not None
-            self.state.local_pids.append(self.sshd.process.pid)
-            self.state.save()
 
         def connect(node: NodeSpec) -> tuple[str, Remote]:
             if self.sshd is not None:
@@ -258,10 +256,8 @@ class Cluster:
 
     def _start_toxiproxy(self) -> None:
         self.toxiproxy = ToxiproxyServer(self.inv.toxiproxy.binary, self.inv.toxiproxy.host, self.scratch / "toxiproxy")
+        self.toxiproxy.on_spawn = self._record_local
         self.toxiproxy.start()
-        assert self.toxiproxy.process is not None
-        self.state.local_pids.append(self.toxiproxy.process.pid)
-        self.state.save()
         self.links = LinkNet(self.toxiproxy)
         assert self.ensemble is not None
         for broker in self.inv.brokers:
@@ -371,9 +367,10 @@ class Cluster:
             self.agents[a.broker_id] = a
         return started
 
-    def _record_local(self, process: Any) -> None:
-        """A process of the control node's: `harness teardown` stops it after a crash."""
-        self.state.local_pids.append(process.pid)
+    def _record_local(self, pid: int) -> None:
+        """A process of the control node's, recorded as soon as it exists: `harness teardown` stops
+        it after a crash, also one that came while the process was getting ready."""
+        self.state.local_pids.append(pid)
         self.state.save()
 
     def start_kafka(self, spec: KafkaBrokers, brokers: list[int] | None = None,
@@ -444,8 +441,8 @@ class Cluster:
         self.kafkaproxy = KafkaProxyProcess([f"{listen[n.broker_id]}={n.address}:{ports[n.broker_id]}" for n in targets],
                                             events, self.scratch / "kafkaproxy", broker_ids=list(listen),  # type: ignore[arg-type]
                                             seed=seed, listen_host=host, run=self.run_id)
+        self.kafkaproxy.on_spawn = self._record_local
         self.kafkaproxy.start()
-        self._record_local(self.kafkaproxy.process)
         return listen  # type: ignore[return-value]
 
     def stop_kafkaproxy(self) -> None:

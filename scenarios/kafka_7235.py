@@ -53,6 +53,7 @@ class WireFrames:
         self.path = path
         self.pos = 0
         self.frames: list[dict[str, Any]] = []
+        self.values: list[dict[str, Any]] = []  # each frame's value with its ``seq``: what the stories read
 
     def poll(self) -> list[dict[str, Any]]:
         if self.path.exists():
@@ -68,6 +69,7 @@ class WireFrames:
                         continue
                     if rec.get("f") == "kafka_frame" and isinstance(rec.get("value"), dict):
                         self.frames.append(rec)
+                        self.values.append({**rec["value"], "seq": rec["seq"]})
                 self.pos += end + 1
         return self.frames
 

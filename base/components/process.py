@@ -15,7 +15,9 @@ import shlex
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from base.components import ProcState, Unsupported, parse_stat
 from base.errors import EnvironmentFailed
@@ -106,9 +108,18 @@ class LocalProcess:
         self.name = name
         self.logfile = logfile
         self.process: subprocess.Popen[bytes] | None = None
+        # told the pid the moment the process exists, before it is ready: a control node killed while
+        # it waits leaves the pid recorded for `harness teardown` (harness.cluster.RunState)
+        self.on_spawn: Callable[[int], None] | None = None
 
     def start(self) -> None:
         raise NotImplementedError
+
+    def _spawn(self, args: list[str], **popen: Any) -> subprocess.Popen[bytes]:
+        self.process = subprocess.Popen(args, **popen)
+        if self.on_spawn is not None:
+            self.on_spawn(self.process.pid)
+        return self.process
 
     def stop(self, grace: float = 5.0) -> bool:
         running = self.state() is not ProcState.STOPPED

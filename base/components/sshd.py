@@ -96,14 +96,14 @@ class EmbeddedSshd(LocalProcess):
         cfg.write_text(self.config_text())
         with open(self.logfile, "ab") as log:
             inside = ["ip", "netns", "exec", self.netns] if self.netns else []
-            self.process = subprocess.Popen(
+            process = self._spawn(
                 [*inside, SSHD, "-D", "-e", "-f", str(cfg)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        process, pending = self.process, list(self.addresses)
+        pending = list(self.addresses)
 
         def listening() -> bool:
             if process.poll() is not None:

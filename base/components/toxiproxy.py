@@ -63,11 +63,10 @@ class ToxiproxyServer(LocalProcess):
         config = self.workdir / "proxies.json"
         config.write_text("[]")
         with open(self.logfile, "ab") as log:
-            self.process = subprocess.Popen(
+            process = self._spawn(
                 [str(self.binary), "-host", self.host, "-port", str(self.port), "-config", str(config)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )
-        process = self.process
 
         def answering() -> bool:
             if process.poll() is not None:

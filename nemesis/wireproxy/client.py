@@ -186,7 +186,7 @@ class WireProxyProcess(LocalProcess):
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         with open(self.logfile, "ab") as logf:
-            self.process = subprocess.Popen(self.args, stdout=logf, stderr=subprocess.STDOUT, env=env)
+            self._spawn(self.args, stdout=logf, stderr=subprocess.STDOUT, env=env)
         try:
             self.ready = read_ready_file(self.ready_file, timeout, self.process, self.role)
         except BaseException:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scenarios import scenarios
-from tests.runs import repro_runs, run_on
+from tests.runs import explain, repro_runs, run_on
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 
@@ -19,7 +19,7 @@ def test_kafka_14845(warm_engine, tmp_path, fixed):
     results = [run_on(warm_engine, tmp_path / "store", sc.spec(fixed)) for _ in range(N)]
     for r in results:
         assert r.error is None, r.error
-        assert r.matched, f"{r.run_dir}: verdicts {r.verdicts}"
+        assert r.matched, explain(r)
         assert (r.run_dir / "history.jsonl").exists()
     if not fixed:
         assert all(a["checker"] == "registration_liveness" for r in results for a in r.anomalies)

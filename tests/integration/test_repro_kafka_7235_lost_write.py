@@ -12,7 +12,7 @@ import re
 import pytest
 
 from scenarios import scenarios
-from tests.runs import run_on
+from tests.runs import explain, run_on
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -26,7 +26,7 @@ def _history(run_dir):
 def test_bug_loses_every_acknowledged_send_and_names_ops_and_epochs(warm_engine, tmp_path):
     r = run_on(warm_engine, tmp_path / "store", scenarios()[SID].spec(False))
     assert r.error is None, r.error
-    assert r.matched and r.reproduced, f"{r.run_dir}: verdicts {r.verdicts}"
+    assert r.matched and r.reproduced, explain(r)
     hist = _history(r.run_dir)
     acked = {e["id"]: e["value"]["value"] for e in hist if e["f"] == "send" and e["type"] == "ok"}
     assert len(acked) == 5
@@ -54,7 +54,7 @@ def test_bug_loses_every_acknowledged_send_and_names_ops_and_epochs(warm_engine,
 def test_fixed_loses_nothing(warm_engine, tmp_path):
     r = run_on(warm_engine, tmp_path / "store", scenarios()[SID].spec(True))
     assert r.error is None, r.error
-    assert r.matched and not r.reproduced, f"{r.run_dir}: verdicts {r.verdicts}"
+    assert r.matched and not r.reproduced, explain(r)
     assert r.verdicts["queue_lost_write"] is True and r.verdicts["control_request_epochs"] is True
     hist = _history(r.run_dir)
     final = [e for e in hist if e["f"] == "final_read" and e["type"] == "ok"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from scenarios import module_scenarios, scenario_modules, scenarios
-from tests.runs import repro_runs, run_on
+from tests.runs import explain, repro_runs, run_on
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -28,6 +28,6 @@ def test_scenario_reproduces_and_is_fixed(warm_engine, tmp_path, sid):
     fixed = [run_on(warm_engine, tmp_path / "store", sc.spec(True)) for _ in range(N)]
     for r in bug + fixed:
         assert r.error is None, f"{r.run_dir}: {r.error}"
-        assert r.matched, f"{r.run_dir}: {r.spec.info} verdicts {r.verdicts}"
-    assert all(r.reproduced for r in bug)
-    assert not any(r.reproduced for r in fixed)
+        assert r.matched, explain(r)
+    assert all(r.reproduced for r in bug), "\n".join(explain(r) for r in bug)
+    assert not any(r.reproduced for r in fixed), "\n".join(explain(r) for r in fixed)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -15,6 +16,7 @@ from harness.spec import ANOMALY, KafkaBrokers
 from nemesis.kafkaproxy.rules import parse_rules
 from nemesis.registry import HOLD_CAP_MS
 from scenarios.kafka_7235 import WireFrames
+from scenarios.kafka_7235_lost_write import SCENARIO as LOST_WRITE
 from scenarios.kafka_14139 import SCENARIO, cut_fetch_rule, hold_alter_partition_rule
 from workloads.kafka_admin import KafkaAdminClient
 from workloads.kafka_queue import KafkaQueueClient
@@ -46,6 +48,19 @@ def test_frames_are_read_on_from_where_the_last_look_stopped(tmp_path: Path) -> 
     assert wire.find(lambda v: v.get("kind") == "response", after=2) == {"api": "AlterPartition", "kind": "response",
                                                                          "seq": 3}
     assert len(wire.poll()) == 3
+
+
+def test_the_real_broker_stories_read_each_frames_value_with_its_seq(tmp_path: Path) -> None:
+    """What the KAFKA-7235 stories on released brokers poll (``BounceBase.frames``): run by nothing
+    but the nightly real-broker tests, so it is held here, with plain data."""
+    (tmp_path / "events").mkdir()
+    (tmp_path / "events" / "kafkaproxy.jsonl").write_text(
+        "".join(json.dumps({"seq": s, "f": f, "value": v}) + "\n" for s, f, v in [
+            (1, "kafka_frame", {"api": "Fetch"}), (2, "proxy_start", {}),
+            (3, "kafka_frame", {"api": "StopReplica", "kind": "request"})]))
+    story, ctx = LOST_WRITE, SimpleNamespace(run_dir=tmp_path)
+    assert story.frames(ctx) == [{"api": "Fetch", "seq": 1}, {"api": "StopReplica", "kind": "request", "seq": 3}]
+    assert story.frames(ctx) == story.frames(ctx)  # read on, never twice
 
 
 def test_on_a_release_the_story_runs_behind_the_proxy_with_kafka_clients_and_expects_the_loss() -> None:
