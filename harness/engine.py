@@ -88,12 +88,18 @@ class RunOutcome:
         return any(v is False for v in self.verdicts.values())
 
     @property
+    def story_gaps(self) -> list[str]:
+        """Why the script could not tell its story as written (``RunContext.gap``); empty when it did."""
+        return list(self.results.get("story_gaps", []))
+
+    @property
     def matched(self) -> bool:
-        """The run showed what the test expects; without an expectation, it was valid."""
+        """The run showed what the test expects; without an expectation, it was valid. A clean
+        verdict from a story that was not told (``story_gaps``) shows nothing: not matched."""
         if self.error is not None:
             return False
         if self.spec.expect is None or self.spec.expect.outcome != ANOMALY:
-            return all(v is True for v in self.verdicts.values())
+            return all(v is True for v in self.verdicts.values()) and not self.story_gaps
         return self.reproduced
 
     @property
@@ -266,6 +272,7 @@ class Engine:
         ops: dict[str, int] = {}
         interrupted: str | None = None
         self.missing_sources: list[str] = []
+        self.story_gaps: list[str] = []  # RunContext.gap
         self.error_is_environment = False
         with sigterm_as_interrupt():
             try:
@@ -302,6 +309,8 @@ class Engine:
             stats["client_operations"] = sum(ops.values())
         if interrupted:
             results["interrupted"] = interrupted
+        if self.story_gaps:
+            results["story_gaps"] = self.story_gaps
         if error is not None:
             results["error"] = error
             if results.get("valid") is True:  # a run that did not complete cannot be shown clean
@@ -552,19 +561,37 @@ class RunContext:
     def sleep(self, seconds: float) -> None:
         time.sleep(max(0.0, seconds))
 
-    def wait(self, pred: Callable[[], Any], timeout: float, what: str, poll: float = 0.1) -> Any:
+    def wait(self, pred: Callable[[], Any], timeout: float, what: str, poll: float = 0.1,
+             needed: bool = False) -> Any:
+        """``pred``'s first truthy value within ``timeout``; falsy when it gave up, which is a step of
+        the story, or with ``needed`` a gap in it (``gap``)."""
         value = wait_until(pred, timeout, poll)
         if not value:
-            self.step(f"gave up waiting for {what} after {timeout:.1f}s")
+            self._gave_up(what, timeout, needed)
         return value
+
+    def gap(self, why: str) -> None:
+        """The story cannot be told as written: something it needs did not happen (a fault that did
+        not bite, a race the other way). Recorded in the history and the results; the checkers still
+        judge the history, but a clean verdict from such a run is no evidence (``RunOutcome.matched``)."""
+        self.engine.story_gaps.append(why)
+        self.writers["harness"].emit("repro_step", what=f"story not told: {why}", gap=True)
+        self.engine.say(f"  [yellow]{time.monotonic() - self.t0:6.1f}s story not told:[/] {why}")
+
+    def _gave_up(self, what: str, timeout: float, needed: bool) -> None:
+        if needed:
+            self.gap(f"gave up waiting for {what} after {timeout:.1f}s")
+        else:
+            self.step(f"gave up waiting for {what} after {timeout:.1f}s")
 
     def agent_events(self, broker_id: int) -> list[Any]:
         return self.cluster.agent(broker_id).events()
 
-    def wait_agent_event(self, broker_id: int, pred: Callable[[Any], bool], timeout: float, what: str) -> Any:
+    def wait_agent_event(self, broker_id: int, pred: Callable[[Any], bool], timeout: float, what: str,
+                         needed: bool = False) -> Any:
         ev = self.cluster.agent(broker_id).wait_for(pred, timeout, poll=0.1)
         if ev is None:
-            self.step(f"gave up waiting for {what} after {timeout:.1f}s")
+            self._gave_up(what, timeout, needed)
         return ev
 
 

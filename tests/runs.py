@@ -50,31 +50,35 @@ def repro_runs() -> int:
     return int(os.environ.get("ZKFENCE_REPRO_RUNS", "1"))
 
 
-def explain(outcome: Any, limit: int = 80) -> str:
-    """A run as a failed assertion should show it: its directory, what it was, its verdicts and
-    anomalies, then its timeline: the script's steps, the nemesis operations and the brokers'
-    sessions and registrations, each at its second of the run. CI keeps no run directory, so a
-    reproduction that did not show must be readable from CI's output alone."""
-    import json
+def told_runs(run: Any, n: int, spare: int = 2) -> list[Any]:
+    """``n`` outcomes of ``run()`` whose story was told, running it at most ``spare`` more times: a
+    run whose story could not be told (``RunOutcome.story_gaps``: a race went the other way) and that
+    showed no anomaly is evidence of nothing, so it is run again; more than ``spare`` such runs fail,
+    with their timelines. A run with an anomaly counts, told or not."""
+    kept: list[Any] = []
+    untold: list[Any] = []
+    while len(kept) < n:
+        outcome = run()
+        if outcome.story_gaps and not outcome.reproduced and outcome.error is None:
+            untold.append(outcome)
+            assert len(untold) <= spare, "story not told in {} runs:\n{}".format(
+                len(untold), "\n".join(explain(u) for u in untold))
+            continue
+        kept.append(outcome)
+    return kept
+
+
+def explain(outcome: Any, limit: int = 120) -> str:
+    """A run as a failed assertion should show it: its directory, what it was, its verdicts, anomalies
+    and story gaps, then the timeline ``harness repro`` prints (scenarios.timeline). CI keeps no run
+    directory, so a reproduction that did not show must be readable from CI's output alone."""
+    from rich.text import Text
+
+    from scenarios.timeline import render
 
     lines = [f"{outcome.run_dir}: {outcome.spec.info} verdicts {outcome.verdicts}"]
     lines += [f"  anomaly: {a.get('message')}" for a in outcome.anomalies[:5]]
+    lines += [f"  story not told: {why}" for why in outcome.results.get("story_gaps", [])]
     history = Path(outcome.run_dir) / "history.jsonl"
-    if not history.exists():
-        return "\n".join([*lines, "  (no history)"])
-    events = [json.loads(line) for line in history.read_text().splitlines() if line.strip()]
-    t0 = next((e["t_mono"] for e in events if e.get("f") == "run_start"), events[0]["t_mono"] if events else 0)
-    timeline = []
-    for e in events:
-        v = e.get("value") if isinstance(e.get("value"), dict) else {}
-        if e.get("f") == "repro_step":
-            what = v.get("what")
-        elif e.get("src") == "nemesis" and v.get("stage") == "complete":
-            what = f"nemesis {e['f']} {v.get('phase')} {v.get('targets') or ''}"
-        elif e.get("f") in ("session", "register") and e.get("type") != "invoke":
-            detail = v.get("state") or v.get("error") or v.get("epoch")
-            what = f"{e['src']} {e['f']} {e.get('type')} {detail} session {v.get('session_id')}"
-        else:
-            continue
-        timeline.append(f"  {(e['t_mono'] - t0) / 1e9:7.2f}s {what}")
-    return "\n".join(lines + timeline[:limit])
+    timeline = render(history) if history.exists() else ["  (no history)"]
+    return "\n".join(lines + [Text.from_markup(line).plain for line in timeline[:limit]])

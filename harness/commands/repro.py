@@ -7,7 +7,9 @@
     harness repro KAFKA-14845 --kafka 3.9.1   # real Kafka brokers, same story (the client as reported)
 
 Exit: 0 every run matched the expectation, 1 some run did not, 254 bad input (unknown or
-unavailable scenario, bad flags). The verdict is always the checkers' over the recorded history.
+unavailable scenario, bad flags). The verdict is always the checkers' over the recorded history. A run
+whose story could not be told as written (a fault that did not bite, a race the other way: "story not
+told", with why) never counts as clean; an anomaly it shows still counts.
 """
 
 from __future__ import annotations
@@ -261,12 +263,15 @@ def _print_result(console: Console, res: Any) -> None:
     for a in res.anomalies[:10]:
         console.print(f"  [red]anomaly[/] {a['checker']}: {a['message']}  events {', '.join(a['event_ids'])}")
     verdicts = ", ".join(f"{k}={v}" for k, v in res.verdicts.items())
-    word = ("[red]REPRODUCED[/]" if res.reproduced else "[green]clean[/]") if not res.error else "[yellow]error[/]"
+    word = ("[red]REPRODUCED[/]" if res.reproduced else "[yellow]story not told[/]" if res.story_gaps
+            else "[green]clean[/]") if not res.error else "[yellow]error[/]"
     ok = "[green]as expected[/]" if res.matched else "[bold red]NOT as expected[/]"
     phases = ", ".join(f"{k} {v:.1f}s" for k, v in res.phases.items())
     console.print(f"  {word} ({verdicts}) — {ok} — {res.wall_s:.1f}s ({phases})\n  store: {res.run_dir}")
     if res.error:
         console.print(f"  [yellow]run error:[/] {res.error}")
+    for why in res.story_gaps:  # a clean verdict from it shows nothing; an anomaly still counts
+        console.print(f"  [yellow]story not told:[/] {why}")
 
 
 def _summary(console: Console, sid: str, fixed: bool, results: list[Any], cold: float | None) -> None:
@@ -275,6 +280,8 @@ def _summary(console: Console, sid: str, fixed: bool, results: list[Any], cold: 
     matched = sum(r.matched for r in results)
     walls = [r.wall_s for r in results]
     what = f"clean {matched}/{n}" if fixed else f"reproduced {rep}/{n}"
+    untold = sum(bool(r.story_gaps) for r in results)
+    what += f", story not told in {untold}/{n}" if untold else ""
     spread = f", min {min(walls):.1f}s, max {max(walls):.1f}s" if n > 1 else ""
     console.print(f"[bold]{sid}{' --fixed' if fixed else ''}[/]: {what} ({matched}/{n} as expected); "
                   f"per run (cluster warm) mean {statistics.mean(walls):.1f}s{spread}; "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scenarios import scenarios
-from tests.runs import explain, repro_runs, run_on
+from tests.runs import explain, repro_runs, run_on, told_runs
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 
@@ -16,7 +16,7 @@ N = repro_runs()  # 1 in make test, 3 in make nightly
 @pytest.mark.parametrize("fixed", [False, True], ids=["bug", "fixed"])
 def test_kafka_14845(warm_engine, tmp_path, fixed):
     sc = scenarios()["KAFKA-14845"]
-    results = [run_on(warm_engine, tmp_path / "store", sc.spec(fixed)) for _ in range(N)]
+    results = told_runs(lambda: run_on(warm_engine, tmp_path / "store", sc.spec(fixed)), N)
     for r in results:
         assert r.error is None, r.error
         assert r.matched, explain(r)

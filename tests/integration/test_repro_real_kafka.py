@@ -46,10 +46,15 @@ def _java_cmdlines() -> list[str]:
 
 def test_real_kafka_broker_never_reregisters_after_the_lost_create_session_reply(tmp_path):
     fetch_kafka(VERSION)  # real Maven; a no-op once cached
-    store = tmp_path / "store"
-    p = subprocess.run([sys.executable, "-m", "harness.cli", "repro", "KAFKA-14845", "--kafka", VERSION,
-                        "--store", str(store), "--no-timeline"],
-                       capture_output=True, text=True, timeout=840, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
+    # the broker pipelines its registration behind the lost reply only when it queued it in time: a run
+    # where it did not says "story not told" (evidence of nothing) and is run again, at most twice
+    for attempt in range(3):
+        store = tmp_path / f"store{attempt}"
+        p = subprocess.run([sys.executable, "-m", "harness.cli", "repro", "KAFKA-14845", "--kafka", VERSION,
+                            "--store", str(store), "--no-timeline"],
+                           capture_output=True, text=True, timeout=280, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
+        if not (p.returncode == 1 and "story not told in 1/1" in p.stdout):
+            break
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "REPRODUCED" in p.stdout and "reproduced 1/1" in p.stdout
     assert "as the JIRA reported it: --zk-socket netty --zk-hosts 3; the bug cannot show with --zk-socket nio" \

@@ -282,6 +282,26 @@ def test_a_clean_expectation_needs_every_named_checker_valid(tmp_path: Path) -> 
     assert not out.matched and not out.reproduced
 
 
+@pytest.mark.parametrize("outcome", ["valid", ANOMALY])
+def test_a_story_not_told_never_matches_clean_and_its_anomaly_still_counts(tmp_path: Path, outcome: str) -> None:
+    def script(ctx: Any) -> None:
+        assert not ctx.wait(lambda: False, 0.05, "the fault to bite", needed=True)
+        assert not ctx.wait(lambda: False, 0.05, "something optional")
+        ctx.gap("the race went the other way")
+
+    spec = TestSpec("t", script=script, recovery=False, expect=Expectation(outcome, ("a",)))
+    with engine(tmp_path, FakeNemesis(), verdicts={"a": outcome == "valid"}) as eng:
+        out = eng.run(spec)
+    assert out.story_gaps == ["gave up waiting for the fault to bite after 0.1s", "the race went the other way"]
+    assert json.loads((out.run_dir / "results.json").read_text())["story_gaps"] == out.story_gaps
+    steps = [(e.value["what"], e.value.get("gap")) for e in history(out) if e.f == "repro_step"]
+    assert steps == [("story not told: gave up waiting for the fault to bite after 0.1s", True),
+                     ("gave up waiting for something optional after 0.1s", None),
+                     ("story not told: the race went the other way", True)]
+    # clean verdicts from an untold story show nothing; an anomaly found anyway is still reproduced
+    assert out.matched is (outcome == ANOMALY) and out.reproduced is (outcome == ANOMALY)
+
+
 def test_a_script_error_is_recorded_the_history_kept_and_everything_torn_down(tmp_path: Path) -> None:
     def script(ctx: Any) -> None:
         raise RuntimeError("boom")
