@@ -100,7 +100,7 @@ class TestSpec:
     feeds: dict[str, dict[str, str]] = field(default_factory=dict)
     workload: Workload = NONE
     schedule: Schedule | None = None  # timed nemesis steps
-    # A scripted story (a JIRA's), called with the run's ``harness.engine.RunContext``: it acts only
+    # A scripted story (a JIRA's), called with the run's ``harness.context.RunContext``: it acts only
     # through ``ctx.nemesis`` and ``ctx.invoke``.
     script: Callable[[Any], None] | None = None
     clients: dict[str, Client] = field(default_factory=dict)  # named clients the script invokes

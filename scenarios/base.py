@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.engine import RunContext
+from harness.context import RunContext
 from harness.spec import ANOMALY, VALID, Expectation, KafkaBrokers, TestSpec
 from workloads.base import Client
 

@@ -36,7 +36,7 @@ import json
 from typing import Any
 
 from agent import znodes as zn
-from harness.engine import RunContext
+from harness.context import RunContext
 from nemesis.registry import HOLD_CAP_MS
 from scenarios.kafka_7235 import BounceBase
 from scenarios.timeline import hx

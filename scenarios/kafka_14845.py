@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engine import RunContext
+from harness.context import RunContext
 from nemesis.zkproxy_faults import lost_connect_rule
 from scenarios.base import Scenario
 from scenarios.timeline import hx

@@ -18,7 +18,7 @@ import shlex
 import time
 from typing import Any
 
-from harness.engine import RunContext
+from harness.context import RunContext
 from scenarios.base import Scenario
 from scenarios.timeline import hx
 

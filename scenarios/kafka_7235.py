@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import znodes as zn
-from harness.engine import RunContext
+from harness.context import RunContext
 from scenarios.base import Scenario
 from scenarios.timeline import hx
 from workloads.base import Client

@@ -78,7 +78,7 @@ from typing import Any
 
 from agent import znodes as zn
 from base.wait import wait_until
-from harness.engine import RunContext
+from harness.context import RunContext
 from scenarios.kafka_7235 import BUG, FIXED, BounceBase
 from scenarios.kafka_14139 import CUT_RULE, KAFKA_START_S, cut_fetch_rule
 from scenarios.timeline import hx

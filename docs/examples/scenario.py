@@ -7,7 +7,7 @@ and plays the story against a recording context.
 
 from __future__ import annotations
 
-from harness.engine import RunContext
+from harness.context import RunContext
 from scenarios.base import Scenario
 
 B = 2
