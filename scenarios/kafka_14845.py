@@ -13,12 +13,12 @@ proposed in apache/kafka PR #13558 (``registration=retry14845``) outlast S2.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from harness.context import RunContext
+from history import read_events
 from nemesis.zkproxy_faults import lost_connect_rule
 from scenarios.base import Scenario
 from scenarios.timeline import hx
@@ -31,18 +31,10 @@ ORPHAN_RULE = lost_connect_rule("kafka-14845-orphan", "lose the reply that creat
 
 def dropped_sessions(events: Path) -> list[int]:
     """The sessions whose creating ConnectResponse the ZooKeeper wire proxy dropped by ``ORPHAN_RULE``,
-    as its event file says so far (each line is written whole)."""
-    lost = []
-    for line in events.read_text().splitlines() if events.exists() else []:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        value = rec.get("value") if isinstance(rec, dict) else None
-        if rec.get("f") == "frame" and isinstance(value, dict) and value.get("rule_id") == ORPHAN_RULE["id"] \
-                and value.get("kind") == "connect_resp" and value.get("session_id"):
-            lost.append(value["session_id"])
-    return lost
+    as its event file says so far (a line still being written is skipped)."""
+    return [e.value["session_id"] for e in (read_events(events) if events.exists() else [])
+            if e.f == "frame" and e.value.get("rule_id") == ORPHAN_RULE["id"]
+            and e.value.get("kind") == "connect_resp" and e.value.get("session_id")]
 
 
 class Kafka14845(Scenario):

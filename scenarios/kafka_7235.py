@@ -52,10 +52,10 @@ class WireFrames:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.pos = 0
-        self.frames: list[dict[str, Any]] = []
-        self.values: list[dict[str, Any]] = []  # each frame's value with its ``seq``: what the stories read
+        self.frames: list[dict[str, Any]] = []  # each frame's value with its event's ``seq``
 
     def poll(self) -> list[dict[str, Any]]:
+        """Every frame so far (its value with ``seq``), in the proxy's order."""
         if self.path.exists():
             with self.path.open("rb") as fh:
                 fh.seek(self.pos)
@@ -68,17 +68,13 @@ class WireFrames:
                     except ValueError:
                         continue
                     if rec.get("f") == "kafka_frame" and isinstance(rec.get("value"), dict):
-                        self.frames.append(rec)
-                        self.values.append({**rec["value"], "seq": rec["seq"]})
+                        self.frames.append({**rec["value"], "seq": rec["seq"]})
                 self.pos += end + 1
         return self.frames
 
     def find(self, pred: Callable[[dict[str, Any]], bool], after: int = 0) -> dict[str, Any] | None:
         """The first frame (its value, with ``seq``) past proxy event ``after`` that ``pred`` accepts."""
-        for rec in self.poll():
-            if rec["seq"] > after and pred(rec["value"]):
-                return {**rec["value"], "seq": rec["seq"]}
-        return None
+        return next((v for v in self.poll() if v["seq"] > after and pred(v)), None)
 
 
 class BounceBase(Scenario):
@@ -187,8 +183,7 @@ class BounceBase(Scenario):
 
     def frames(self, ctx: RunContext) -> list[dict[str, Any]]:
         """The Kafka proxy's ``kafka_frame`` events so far: each value with its ``seq``."""
-        self.wire(ctx).poll()
-        return self.wire(ctx).values
+        return self.wire(ctx).poll()
 
     def wait_follower_kafka(self, ctx: RunContext, b: int, after_seq: int = 0, timeout: float = 60,
                             topic: str = TOPIC) -> dict[str, Any] | None:

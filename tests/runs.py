@@ -78,7 +78,7 @@ def explain(outcome: Any, limit: int = 120) -> str:
 
     lines = [f"{outcome.run_dir}: {outcome.spec.info} verdicts {outcome.verdicts}"]
     lines += [f"  anomaly: {a.get('message')}" for a in outcome.anomalies[:5]]
-    lines += [f"  story not told: {why}" for why in outcome.results.get("story_gaps", [])]
+    lines += [f"  story not told: {why}" for why in outcome.story_gaps]
     history = Path(outcome.run_dir) / "history.jsonl"
     timeline = render(history) if history.exists() else ["  (no history)"]
     return "\n".join(lines + [Text.from_markup(line).plain for line in timeline[:limit]])

@@ -4,10 +4,10 @@ met the znode of the revived session (KAFKA-6584)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 
+from history import EventWriter
 from scenarios.kafka_6584 import met_revived
 from scenarios.kafka_14845 import ORPHAN_RULE, dropped_sessions
 
@@ -17,16 +17,14 @@ S1, S2 = 0x20002B822BA0001, 0x10002B822BA0000
 def test_the_dropped_sessions_are_the_orphan_rules_connect_responses(tmp_path: Path) -> None:
     events = tmp_path / "zkproxy.jsonl"
     assert dropped_sessions(events) == []  # the proxy has written nothing yet
-
-    def frame(**value: object) -> str:
-        return json.dumps({"src": "zkproxy", "f": "frame", "value": value}) + "\n"
-
-    events.write_text(
-        frame(kind="connect_resp", session_id=S1, action="forward")  # no rule: a session the broker learnt
-        + frame(kind="connect_resp", session_id=S2, rule_id=ORPHAN_RULE["id"], action="drop_then_blackhole")
-        + frame(kind="reply", session_id=S1, rule_id="another-rule")
-        + json.dumps({"f": "blackhole", "value": {"rule_id": ORPHAN_RULE["id"], "session_id": S2}}) + "\n"
-        + '{"f": "frame", "value": {"kind": "connect_')  # a line still being written
+    proxy = EventWriter(events, "zkproxy", "r")
+    proxy.emit("frame", kind="connect_resp", session_id=S1, action="forward")  # no rule: a session the broker learnt
+    proxy.emit("frame", kind="connect_resp", session_id=S2, rule_id=ORPHAN_RULE["id"], action="drop_then_blackhole")
+    proxy.emit("frame", kind="reply", session_id=S1, rule_id="another-rule")
+    proxy.emit("blackhole", rule_id=ORPHAN_RULE["id"], session_id=S2)
+    proxy.close()
+    with events.open("a") as fh:
+        fh.write('{"src": "zkproxy", "f": "frame", "value": {"kind": "connect_')  # a line still being written
     assert dropped_sessions(events) == [S2]
 
 
